@@ -1,0 +1,53 @@
+// Blocks for node incarnations, from the pool workflow.
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { Family } from '../domain/cidr';
+import type { PoolSpec } from '../domain/config';
+import { poolWorkflowId } from '../domain/ids';
+import { acquireBlockUpdate, poolWorkflow, returnBlocksUpdate } from '../workflows/pool';
+import type { ControlDeps } from './deps';
+import { callUpdate } from './update-call';
+
+export interface AcquireBlockInput {
+  pool: PoolSpec;
+  node: string;
+  incarnation: string;
+  family: Family;
+  updateId: string;
+}
+
+export interface ReturnBlocksInput {
+  pool: string;
+  node: string;
+  incarnation: string;
+  blocks?: string[];
+  updateId: string;
+}
+
+export function blockActivities({ client, config }: ControlDeps) {
+  return {
+    async acquireBlock(input: AcquireBlockInput): Promise<string> {
+      return callUpdate(() =>
+        client.workflow.executeUpdateWithStart(acquireBlockUpdate, {
+          args: [{ node: input.node, incarnation: input.incarnation, family: input.family, spec: input.pool }],
+          updateId: input.updateId,
+          startWorkflowOperation: new WithStartWorkflowOperation(poolWorkflow, {
+            workflowId: poolWorkflowId(input.pool.name),
+            taskQueue: config.temporal.taskQueue,
+            args: [{ spec: input.pool, historyLimit: config.nodeHistoryLimit }],
+            workflowIdConflictPolicy: 'USE_EXISTING',
+          }),
+        }),
+      );
+    },
+
+    async returnBlocks(input: ReturnBlocksInput): Promise<string[]> {
+      const handle = client.workflow.getHandle(poolWorkflowId(input.pool));
+      return callUpdate(() =>
+        handle.executeUpdate(returnBlocksUpdate, {
+          args: [{ node: input.node, incarnation: input.incarnation, blocks: input.blocks }],
+          updateId: input.updateId,
+        }),
+      );
+    },
+  };
+}

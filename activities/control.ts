@@ -1,0 +1,10 @@
+// Activities of the control worker (task queue netlease-control).
+import { addressActivities } from './addresses';
+import { blockActivities } from './blocks';
+import type { ControlDeps } from './deps';
+
+export function createControlActivities(deps: ControlDeps) {
+  return { ...addressActivities(deps), ...blockActivities(deps) };
+}
+
+export type ControlActivities = ReturnType<typeof createControlActivities>;

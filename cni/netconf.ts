@@ -1,0 +1,101 @@
+// The network configuration on stdin. netlease reads its settings from the top level when it is
+// the main plugin (`"type": "netlease"`) and from `ipam` when a main plugin delegates IPAM to it.
+import { z } from 'zod';
+import { CidrText, AddressText, TemporalConnectionSchema, describeIssues } from '../domain/config';
+import { DataplaneModeSchema } from '../domain/lease';
+import { CniCode, CniError } from './errors';
+
+export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
+export const PLUGIN_TYPE = 'netlease';
+
+const RouteSchema = z.object({ dst: CidrText, gw: AddressText.optional() }).strict();
+export type Route = z.infer<typeof RouteSchema>;
+
+export const NetleaseSettingsSchema = z.object({
+  type: z.literal(PLUGIN_TYPE),
+  pool: z.string().min(1).default('default'),
+  /** Defaults to the host name. */
+  nodeName: z.string().min(1).optional(),
+  mode: DataplaneModeSchema.optional(),
+  temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
+  /** Deadline for one CNI call; past it the runtime gets "try again later" (11). */
+  timeoutSeconds: z.number().positive().max(600).default(30),
+  /** Routes returned with the addresses; default: a default route per family via the gateway. */
+  routes: z.array(RouteSchema).optional(),
+});
+export type NetleaseSettings = z.infer<typeof NetleaseSettingsSchema>;
+
+const EnvelopeSchema = z
+  .object({
+    cniVersion: z.string(),
+    name: z.string().min(1),
+    type: z.string().min(1),
+    ipam: z.record(z.string(), z.unknown()).optional(),
+    prevResult: z.unknown().optional(),
+    cniVersions: z.array(z.string()).optional(),
+  })
+  .passthrough();
+
+export interface NetConf {
+  cniVersion: string;
+  name: string;
+  /** True when a main plugin (bridge, macvlan, ...) delegated IPAM to netlease. */
+  delegated: boolean;
+  settings: NetleaseSettings;
+  prevResult?: unknown;
+  raw: Record<string, unknown>;
+}
+
+export function decodeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new CniError(CniCode.decodeFailure, 'failed to decode network configuration', (err as Error).message);
+  }
+}
+
+/** Only the version: VERSION and errors need it before the rest is known to be valid. */
+export function requestedVersion(decoded: unknown): string {
+  const version = (decoded as { cniVersion?: unknown } | null)?.cniVersion;
+  return typeof version === 'string' ? version : '1.1.0';
+}
+
+export function checkVersion(version: string): void {
+  if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
+    throw new CniError(
+      CniCode.incompatibleVersion,
+      `incompatible CNI version "${version}"`,
+      `supported: ${SUPPORTED_VERSIONS.join(', ')}`,
+    );
+  }
+}
+
+export function parseNetConf(decoded: unknown): NetConf {
+  const envelope = EnvelopeSchema.safeParse(decoded);
+  if (!envelope.success) {
+    throw new CniError(CniCode.invalidNetworkConfig, `invalid network configuration: ${describeIssues(envelope.error)}`);
+  }
+  checkVersion(envelope.data.cniVersion);
+  const delegated = envelope.data.type !== PLUGIN_TYPE;
+  const source = delegated ? envelope.data.ipam : envelope.data;
+  const prefix = delegated ? 'ipam.' : '';
+  const settings = NetleaseSettingsSchema.safeParse(source ?? {});
+  if (!settings.success) {
+    const issues = describeIssues(settings.error)
+      .split('; ')
+      .map((line) => prefix + line)
+      .join('; ');
+    throw new CniError(CniCode.invalidNetworkConfig, `invalid network configuration: ${issues}`);
+  }
+  if (delegated && settings.data.mode === 'ptp') {
+    throw new CniError(CniCode.invalidNetworkConfig, 'invalid network configuration: ipam.mode: must be "ipam" when delegated');
+  }
+  return {
+    cniVersion: envelope.data.cniVersion,
+    name: envelope.data.name,
+    delegated,
+    settings: settings.data,
+    prevResult: envelope.data.prevResult,
+    raw: envelope.data,
+  };
+}

@@ -1,0 +1,184 @@
+// A node's allocation table: which address of the node's blocks belongs to which lease.
+// Pure functions over plain, serializable state (it is carried across continue-as-new).
+import {
+  contains,
+  formatAddress,
+  lastAddress,
+  parseAddress,
+  parsePrefix,
+  usableRange,
+  type Family,
+  type Prefix,
+} from './cidr';
+import type { PoolSpec } from './config';
+
+export interface Block {
+  cidr: string;
+  family: Family;
+  /** Node incarnation the pool handed the block to. */
+  incarnation: string;
+}
+
+export interface Allocation {
+  address: string;
+  family: Family;
+  block: string;
+  /** Owner lease workflow id. */
+  owner: string;
+  podUid: string;
+  incarnation: string;
+}
+
+export interface AllocationTable {
+  blocks: Block[];
+  /** address → allocation. */
+  allocations: Record<string, Allocation>;
+  /** address → epoch ms until which it must not be handed out again. */
+  cooldowns: Record<string, number>;
+}
+
+export interface AddressGrant {
+  family: Family;
+  address: string;
+  prefixLength: number;
+  gateway?: string;
+}
+
+export const emptyTable = (): AllocationTable => ({ blocks: [], allocations: {}, cooldowns: {} });
+
+export function ownedBy(table: AllocationTable, owner: string): Allocation[] {
+  return Object.values(table.allocations).filter((a) => a.owner === owner);
+}
+
+export function poolFamilies(pool: PoolSpec): Family[] {
+  const families = new Set(pool.cidrs.map((cidr) => parsePrefix(cidr).family));
+  return ([4, 6] as const).filter((f) => families.has(f));
+}
+
+export function gatewayOf(pool: PoolSpec, block: Prefix): bigint | undefined {
+  if (pool.gateway === 'none') return undefined;
+  return usableRange(block).first;
+}
+
+/** Exclusions as inclusive [first, last] ranges of one family. */
+function exclusionRanges(pool: PoolSpec, family: Family): Array<[bigint, bigint]> {
+  return pool.exclude.flatMap((text): Array<[bigint, bigint]> => {
+    if (text.includes('/')) {
+      const p = parsePrefix(text);
+      return p.family === family ? [[p.network, lastAddress(p)]] : [];
+    }
+    const a = parseAddress(text);
+    return a.family === family ? [[a.value, a.value]] : [];
+  });
+}
+
+export function expireCooldowns(table: AllocationTable, now: number): void {
+  for (const [address, until] of Object.entries(table.cooldowns)) {
+    if (until <= now) delete table.cooldowns[address];
+  }
+}
+
+/** First address of `block` that is usable, not the gateway, not excluded, not held, not cooling. */
+function freeAddressIn(table: AllocationTable, pool: PoolSpec, block: Prefix): bigint | undefined {
+  const { first, last } = usableRange(block);
+  const gateway = gatewayOf(pool, block);
+  const excluded = exclusionRanges(pool, block.family);
+  for (let value = first; value <= last; value++) {
+    const skip = excluded.find(([lo, hi]) => value >= lo && value <= hi);
+    if (skip) {
+      value = skip[1];
+      continue;
+    }
+    if (value === gateway) continue;
+    const text = formatAddress(block.family, value);
+    if (table.allocations[text] || table.cooldowns[text] !== undefined) continue;
+    return value;
+  }
+  return undefined;
+}
+
+export function grantOf(pool: PoolSpec, allocation: Allocation): AddressGrant {
+  const block = parsePrefix(allocation.block);
+  const gateway = gatewayOf(pool, block);
+  return {
+    family: allocation.family,
+    address: allocation.address,
+    prefixLength: block.length,
+    ...(gateway === undefined ? {} : { gateway: formatAddress(block.family, gateway) }),
+  };
+}
+
+export interface AllocationRequest {
+  owner: string;
+  podUid: string;
+  incarnation: string;
+}
+
+export type AllocationOutcome =
+  | { kind: 'granted'; allocations: Allocation[] }
+  /** The node has no free address of this family left: it needs another block first. */
+  | { kind: 'needBlock'; family: Family };
+
+/**
+ * Gives the owner one address per pool family. Idempotent: an owner that already holds an
+ * address of a family keeps it. Expired cooldowns must have been dropped by the caller.
+ */
+export function allocate(table: AllocationTable, pool: PoolSpec, request: AllocationRequest): AllocationOutcome {
+  const held = ownedBy(table, request.owner);
+  for (const family of poolFamilies(pool)) {
+    if (held.some((a) => a.family === family)) continue;
+    const picked = table.blocks
+      .filter((b) => b.family === family && b.incarnation === request.incarnation)
+      .map((b) => ({ block: b, value: freeAddressIn(table, pool, parsePrefix(b.cidr)) }))
+      .find((candidate) => candidate.value !== undefined);
+    if (!picked || picked.value === undefined) return { kind: 'needBlock', family };
+    const address = formatAddress(family, picked.value);
+    const allocation: Allocation = { address, family, block: picked.block.cidr, ...request };
+    table.allocations[address] = allocation;
+    held.push(allocation);
+  }
+  return { kind: 'granted', allocations: held.sort((a, b) => a.family - b.family) };
+}
+
+/** Returns the owner's addresses to the node, each cooling down until `now + cooldownMs`. */
+export function release(table: AllocationTable, owner: string, now: number, cooldownMs: number): Allocation[] {
+  const released = ownedBy(table, owner);
+  for (const allocation of released) {
+    delete table.allocations[allocation.address];
+    if (cooldownMs > 0) table.cooldowns[allocation.address] = now + cooldownMs;
+  }
+  return released;
+}
+
+/**
+ * Loads an allocation recorded elsewhere (a restored or migrated table). An address already held
+ * by a different owner is an error, never a silent overwrite (seed 000: Azure CNS).
+ */
+export function load(table: AllocationTable, allocation: Allocation): void {
+  const existing = table.allocations[allocation.address];
+  if (existing && existing.owner !== allocation.owner) {
+    throw new AllocationConflict(
+      `address ${allocation.address} is held by ${existing.owner} (incarnation ${existing.incarnation}); ` +
+        `refusing to load it for ${allocation.owner}`,
+    );
+  }
+  const block = table.blocks.find((b) => contains(parsePrefix(b.cidr), allocation.family, parseAddress(allocation.address).value));
+  if (!block) throw new AllocationConflict(`address ${allocation.address} is outside the node's blocks`);
+  table.allocations[allocation.address] = allocation;
+}
+
+export class AllocationConflict extends Error {
+  override name = 'AllocationConflict';
+}
+
+/** Blocks of an incarnation that hold no allocation and no cooling address. */
+export function idleBlocks(table: AllocationTable, incarnation: string): Block[] {
+  const busy = new Set([
+    ...Object.values(table.allocations).map((a) => a.block),
+    ...Object.keys(table.cooldowns).flatMap((address) => {
+      const a = parseAddress(address);
+      return table.blocks.filter((b) => contains(parsePrefix(b.cidr), a.family, a.value)).map((b) => b.cidr);
+    }),
+  ]);
+  return table.blocks.filter((b) => b.incarnation === incarnation && !busy.has(b.cidr));
+}

@@ -1,0 +1,136 @@
+// The netlease configuration file (JSON or YAML) read by the control worker, as zod schemas.
+import { z } from 'zod';
+import { CidrError, overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
+
+/** A zod refinement that accepts what `parse` accepts and reports its message otherwise. */
+function parsed(parse: (text: string) => unknown) {
+  return z.string().superRefine((text, ctx) => {
+    try {
+      parse(text);
+    } catch (err) {
+      if (!(err instanceof CidrError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+    }
+  });
+}
+
+export const CidrText = parsed((text) => parsePrefix(text));
+/** An exclusion is a CIDR or a single address. */
+export const ExclusionText = parsed((text) => (text.includes('/') ? parsePrefix(text) : parseAddress(text)));
+export const AddressText = parsed(parseAddress);
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export const PoolSpecSchema = z
+  .object({
+    name: z.string().regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, "-")'),
+    cidrs: z.array(CidrText).min(1, 'a pool needs at least one CIDR'),
+    blockSize: z
+      .object({
+        ipv4: z.number().int().min(0).max(32).default(26),
+        ipv6: z.number().int().min(0).max(128).default(120),
+      })
+      .strict()
+      .default({ ipv4: 26, ipv6: 120 }),
+    exclude: z.array(ExclusionText).default([]),
+    /** `first`: the first usable address of each node block is the gateway; `none`: no gateway. */
+    gateway: z.enum(['first', 'none']).default('first'),
+  })
+  .strict()
+  .superRefine((pool, ctx) => {
+    const prefixes = pool.cidrs.map((text) => parsePrefix(text));
+    prefixes.forEach((prefix, i) => {
+      const block = prefix.family === 4 ? pool.blockSize.ipv4 : pool.blockSize.ipv6;
+      if (block < prefix.length) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['cidrs', i],
+          message: `block size /${block} is larger than the CIDR /${prefix.length}`,
+        });
+      }
+      prefixes.slice(0, i).forEach((other, j) => {
+        if (overlaps(prefix, other)) {
+          ctx.addIssue({ code: 'custom', path: ['cidrs', i], message: `overlaps cidrs[${j}]` });
+        }
+      });
+    });
+  });
+export type PoolSpec = z.infer<typeof PoolSpecSchema>;
+
+export const TemporalConnectionSchema = z
+  .object({
+    address: z.string().min(1).default('127.0.0.1:7233'),
+    namespace: z.string().min(1).default('default'),
+    taskQueue: z.string().min(1).default('netlease-control'),
+    tls: z
+      .object({
+        serverNameOverride: z.string().optional(),
+        serverRootCACertificateFile: z.string().optional(),
+        clientCertFile: z.string().optional(),
+        clientKeyFile: z.string().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type TemporalConnection = z.infer<typeof TemporalConnectionSchema>;
+
+export const ActivationPolicySchema = z
+  .object({
+    initialIntervalSeconds: z.number().positive().default(1),
+    maximumIntervalSeconds: z.number().positive().default(30),
+    /** Attempts before the lease parks in ActivationFailed (retriable by hand). */
+    maximumAttempts: z.number().int().min(1).default(8),
+    /** Schedule-to-close of one activation attempt on the node agent. */
+    attemptTimeoutSeconds: z.number().positive().default(60),
+  })
+  .strict();
+export type ActivationPolicy = z.infer<typeof ActivationPolicySchema>;
+
+export const NetleaseConfigSchema = z
+  .object({
+    temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
+    pools: z.array(PoolSpecSchema).min(1, 'at least one pool is required'),
+    reuseCooldownSeconds: z.number().min(0).default(30),
+    activation: ActivationPolicySchema.default(ActivationPolicySchema.parse({})),
+    /** A node workflow continues-as-new once its history passes this many events. */
+    nodeHistoryLimit: z.number().int().min(100).default(5000),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    const seen = new Set<string>();
+    config.pools.forEach((pool, i) => {
+      if (seen.has(pool.name)) {
+        ctx.addIssue({ code: 'custom', path: ['pools', i, 'name'], message: `duplicate pool "${pool.name}"` });
+      }
+      seen.add(pool.name);
+    });
+  });
+export type NetleaseConfig = z.infer<typeof NetleaseConfigSchema>;
+
+/** One line per problem, each naming the field: `pools[0].cidrs[1]: invalid CIDR ...`. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path
+        .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
+        .join('');
+      return `${path || '(root)'}: ${issue.message}`;
+    })
+    .join('; ');
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Validates a decoded object, throwing ConfigError with field-named messages. */
+export function parseWith<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ConfigError(`invalid ${what}: ${describeIssues(result.error)}`);
+  return result.data;
+}
+
+export function poolPrefixes(pool: PoolSpec): Prefix[] {
+  return pool.cidrs.map((text) => parsePrefix(text));
+}

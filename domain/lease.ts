@@ -1,0 +1,93 @@
+// The lease of one pod interface: phases, requests and results, as zod schemas where they cross
+// a boundary (CNI shim → lease workflow, operator → lease workflow).
+import { z } from 'zod';
+import type { AddressGrant } from './allocation';
+
+export const LEASE_PHASES = [
+  'Producing',
+  'Produced',
+  'Consumed',
+  'Activating',
+  'Active',
+  'Running',
+  'Stalled',
+  'ActivationFailed',
+  'Releasing',
+  'Released',
+] as const;
+export type LeasePhase = (typeof LEASE_PHASES)[number];
+
+export const DataplaneModeSchema = z.enum(['ipam', 'ptp']);
+export type DataplaneMode = z.infer<typeof DataplaneModeSchema>;
+
+const name = z.string().min(1).max(253);
+
+export const LeaseStartSchema = z.object({
+  podUid: name,
+  podNamespace: z.string(),
+  podName: z.string(),
+  ifName: z.string().min(1).max(15),
+  nodeName: name,
+  pool: name,
+  mode: DataplaneModeSchema,
+});
+export type LeaseStart = z.infer<typeof LeaseStartSchema>;
+
+/** A CNI ADD: the runtime claims the lease for one sandbox (attachment). */
+export const ConsumeSchema = z.object({
+  containerId: z.string().min(1),
+  netns: z.string(),
+  ifName: z.string().min(1).max(15),
+});
+export type ConsumeRequest = z.infer<typeof ConsumeSchema>;
+
+/** A CNI DEL: the sandbox goes away; the address stays with the pod. */
+export const DeactivateSchema = z.object({
+  containerId: z.string().min(1),
+  ifName: z.string().min(1).max(15),
+});
+export type DeactivateRequest = z.infer<typeof DeactivateSchema>;
+
+export const ReleaseSchema = z.object({
+  reason: z.string().min(1),
+  /** Node incarnation gone: node-local steps are skipped. */
+  nodeGone: z.boolean().default(false),
+});
+export type ReleaseRequest = z.input<typeof ReleaseSchema>;
+
+/** pending: waiting for activation; parked: activation budget spent, waits for `retry`. */
+export type AttachmentStatus = 'pending' | 'activating' | 'active' | 'parked';
+
+export interface Attachment {
+  containerId: string;
+  netns: string;
+  ifName: string;
+  status: AttachmentStatus;
+}
+
+/** What the CNI shim formats into a CNI result. */
+export interface LeaseGrant {
+  leaseId: string;
+  addresses: AddressGrant[];
+  containerId: string;
+  ifName: string;
+}
+
+export interface LeaseState {
+  phase: LeasePhase;
+  start: LeaseStart;
+  addresses: AddressGrant[];
+  attachments: Attachment[];
+  lastError?: string;
+  releaseReason?: string;
+}
+
+/** Failure types the shim maps to CNI error codes. */
+export const FailureType = {
+  invalidConfig: 'InvalidConfig',
+  unsupported: 'Unsupported',
+  exhausted: 'PoolExhausted',
+  released: 'LeaseReleased',
+  activationFailed: 'ActivationFailed',
+  conflict: 'AddressConflict',
+} as const;

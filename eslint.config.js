@@ -1,0 +1,65 @@
+// @ts-check
+const js = require('@eslint/js');
+const tseslint = require('typescript-eslint');
+const prettier = require('eslint-config-prettier');
+const { builtinModules } = require('node:module');
+
+// Workflow and domain code is bundled into Temporal's deterministic sandbox: no Node built-ins,
+// no clients, no clocks or randomness of its own, and activities only as types.
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
+const deterministic = {
+  'no-restricted-imports': [
+    'error',
+    {
+      paths: nodeBuiltins.map((name) => ({ name, message: 'Node built-ins are not deterministic.' })),
+      patterns: [
+        {
+          group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity', '@kubernetes/*'],
+          message: 'Not allowed in deterministic code.',
+        },
+        {
+          group: ['**/activities/**', '**/activities'],
+          allowTypeImports: true,
+          message: 'Workflows import activities as types only.',
+        },
+        { group: ['**/worker/**', '**/cni/**', '**/tools/**'], message: 'Not allowed in deterministic code.' },
+      ],
+    },
+  ],
+  'no-restricted-globals': [
+    'error',
+    { name: 'process', message: 'Not deterministic.' },
+    { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' },
+    { name: 'setInterval', message: 'Not deterministic.' },
+    { name: 'require', message: 'Use import.' },
+  ],
+  '@typescript-eslint/consistent-type-imports': 'error',
+};
+
+module.exports = tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.netlease/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      eqeqeq: 'error',
+    },
+  },
+  { files: ['domain/**/*.ts', 'workflows/**/*.ts'], rules: deterministic },
+  // Workflows get replay-safe Date and Math.random from the sandbox; domain code takes time as input.
+  {
+    files: ['domain/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'Math', property: 'random', message: 'Not deterministic.' },
+        { object: 'Date', property: 'now', message: 'Take the time as an argument.' },
+      ],
+    },
+  },
+  { files: ['**/*.js'], languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly', console: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
+  prettier,
+);

@@ -1,0 +1,22 @@
+// Replays every workflow a test file ran (found by its task queue) against the current bundle.
+import type { Client } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { prebuiltBundle } from '../../worker/bundle';
+import { quietRuntime } from './temporal';
+
+export async function replayTaskQueue(client: Client, taskQueue: string): Promise<{ replayed: number; errors: string[] }> {
+  quietRuntime();
+  const histories = [];
+  for await (const execution of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) {
+    const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+    histories.push({ workflowId: execution.workflowId, history });
+  }
+  const errors: string[] = [];
+  let replayed = 0;
+  for await (const result of Worker.runReplayHistories({ workflowBundle: prebuiltBundle() }, histories)) {
+    replayed++;
+    if (result.error) errors.push(`${result.workflowId}: ${result.error.message}`);
+  }
+  return { replayed, errors };
+}
+

@@ -1,0 +1,65 @@
+// Per-test-file access to the shared dev server: a client, a unique task queue, a control worker.
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { NetleaseConfigSchema, type NetleaseConfig } from '../../domain/config';
+import { createControlWorker } from '../../worker/control-worker';
+
+export function temporalAddress(): string {
+  const address = process.env.NETLEASE_TEST_TEMPORAL;
+  if (!address) throw new Error('NETLEASE_TEST_TEMPORAL is not set: run tests through jest (global setup)');
+  return address;
+}
+
+export const uniqueName = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+export interface TestTemporal {
+  client: Client;
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+export async function connectTest(prefix: string): Promise<TestTemporal> {
+  const connection = await Connection.connect({ address: temporalAddress() });
+  return {
+    client: new Client({ connection }),
+    taskQueue: uniqueName(`tq-${prefix}`),
+    close: () => connection.close(),
+  };
+}
+
+/** A config for tests: one dual-stack pool unless the test says otherwise. */
+export function testConfig(taskQueue: string, overrides: Partial<Record<keyof NetleaseConfig, unknown>> = {}) {
+  return NetleaseConfigSchema.parse({
+    temporal: { address: temporalAddress(), taskQueue },
+    pools: [{ name: 'default', cidrs: ['198.18.0.0/16', 'fd00:18::/64'] }],
+    ...overrides,
+  });
+}
+
+export interface RunningWorker {
+  worker: Worker;
+  stop(): Promise<void>;
+}
+
+let runtimeInstalled = false;
+/** Worker logs at WARN so test output shows failures, not every state change. */
+export function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  runtimeInstalled = true;
+}
+
+export async function runControlWorker(config: NetleaseConfig): Promise<RunningWorker> {
+  quietRuntime();
+  const control = await createControlWorker(config);
+  const running = control.run();
+  return {
+    worker: control.worker,
+    async stop() {
+      control.worker.shutdown();
+      await running;
+      await control.close();
+    },
+  };
+}

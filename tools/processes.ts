@@ -1,0 +1,57 @@
+// Child processes we start: tracked by PID, stopped by PID, waited on with a deadline.
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export interface Tracked {
+  pid: number;
+  child: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+export function startTracked(command: string, args: string[], options: SpawnOptions = {}): Tracked {
+  const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit'], ...options });
+  if (child.pid === undefined) throw new Error(`could not start ${command}`);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { pid: child.pid, child, exited };
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within `graceMs`. Waits for the PID to be gone. */
+export async function stopPid(pid: number, graceMs = 10000): Promise<void> {
+  if (!isAlive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  if (await waitFor(() => !isAlive(pid), graceMs)) return;
+  process.kill(pid, 'SIGKILL');
+  await waitFor(() => !isAlive(pid), 5000);
+}
+
+/** Polls `predicate` until it holds or the deadline passes; returns whether it held. */
+export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 50) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await predicate()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/** A loopback TCP port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,71 @@
+// Starts the pinned Temporal dev server on loopback with netlease's search attributes registered.
+import { Connection } from '@temporalio/client';
+import { devServerFlags } from '../domain/search-attributes';
+import { programPath } from './programs';
+import { startTracked, stopPid, waitFor, type Tracked } from './processes';
+
+export interface DevServerOptions {
+  port: number;
+  /** Omit for a headless server (tests). */
+  uiPort?: number;
+  /** SQLite file that keeps state across restarts; omit for in-memory. */
+  dbFile?: string;
+  /** Where the server's own output goes (default: discarded). */
+  logFd?: number;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  pid: number;
+  process: Tracked;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--log-level',
+    'warn',
+    ...(options.uiPort ? ['--ui-ip', '127.0.0.1', '--ui-port', String(options.uiPort)] : ['--headless']),
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    ...devServerFlags(),
+  ];
+  const out = options.logFd ?? 'ignore';
+  const tracked = startTracked(programPath('temporal'), args, { stdio: ['ignore', out, out] });
+  const address = `127.0.0.1:${options.port}`;
+  const server: DevServer = {
+    address,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
+    pid: tracked.pid,
+    process: tracked,
+    stop: () => stopPid(tracked.pid),
+  };
+  let exitCode: number | null | undefined;
+  void tracked.exited.then((code) => (exitCode = code ?? -1));
+  const healthy = await waitFor(() => exitCode !== undefined || isHealthy(address), 60000, 200);
+  if (!healthy || exitCode !== undefined) {
+    await server.stop();
+    throw new Error(`Temporal dev server on ${address} did not become healthy (exit ${exitCode ?? 'none'})`);
+  }
+  return server;
+}
+
+async function isHealthy(address: string): Promise<boolean> {
+  try {
+    const connection = await Connection.connect({ address, connectTimeout: 1000 });
+    try {
+      await connection.healthService.check({});
+      return true;
+    } finally {
+      await connection.close();
+    }
+  } catch {
+    return false;
+  }
+}

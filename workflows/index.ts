@@ -1,0 +1,4 @@
+// Every workflow the control worker runs; this file is the root of the workflow bundle.
+export { leaseWorkflow } from './lease';
+export { nodeWorkflow } from './node';
+export { poolWorkflow } from './pool';

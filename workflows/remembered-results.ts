@@ -1,0 +1,34 @@
+// Update ids are de-duplicated by the server per run only. Workflows that continue-as-new carry
+// this bounded id → result map so a repeated update gets the answer it got the first time.
+import { currentUpdateInfo } from '@temporalio/workflow';
+
+export type RememberedResults = Array<[string, unknown]>;
+
+const LIMIT = 2000;
+
+export class ResultMemory {
+  private readonly results: Map<string, unknown>;
+
+  constructor(carried: RememberedResults = []) {
+    this.results = new Map(carried);
+  }
+
+  /** Runs `compute` once per update id; later calls with the same id get the first answer. */
+  async once<T>(compute: () => Promise<T> | T): Promise<T> {
+    const id = currentUpdateInfo()?.id;
+    if (id !== undefined && this.results.has(id)) return this.results.get(id) as T;
+    const result = await compute();
+    if (id !== undefined) {
+      this.results.set(id, result);
+      if (this.results.size > LIMIT) {
+        const oldest = this.results.keys().next();
+        if (!oldest.done) this.results.delete(oldest.value);
+      }
+    }
+    return result;
+  }
+
+  carry(): RememberedResults {
+    return [...this.results];
+  }
+}
