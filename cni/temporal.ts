@@ -40,7 +40,8 @@ export async function withTemporal<T>(
     connection = await Connection.connect({
       address: settings.address,
       tls: tlsOptions(settings),
-      connectTimeout: Math.min(timeoutSeconds * 1000, 5000),
+      // The whole budget: on a busy node, loading and connecting can take most of it.
+      connectTimeout: timeoutSeconds * 1000,
     });
     const client = new Client({ connection, namespace: settings.namespace });
     const active = connection;

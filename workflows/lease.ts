@@ -33,6 +33,7 @@ import {
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
 import { activateOnNode, deactivateOnNode } from './dataplane';
 import { validated } from './validated';
+import { describe, toApplicationFailure } from './failures';
 
 export const consumeUpdate = defineUpdate<LeaseGrant, [ConsumeRequest]>('consume');
 export const deactivateUpdate = defineUpdate<boolean, [DeactivateRequest]>('deactivate');
@@ -157,7 +158,7 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
     policy = produced.activation;
     enter('Produced', 'addresses reserved; waiting for a CNI ADD');
   } catch (err) {
-    produceFailure = err instanceof ApplicationFailure ? err : failure(describe(err), FailureType.invalidConfig);
+    produceFailure = toApplicationFailure(err, FailureType.invalidConfig);
     state.lastError = produceFailure.message;
     enter('Released', `produce failed: ${produceFailure.message}`);
     await condition(allHandlersFinished);
@@ -184,14 +185,6 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
 
 function failure(message: string, type: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, type);
-}
-
-function describe(err: unknown): string {
-  if (err instanceof Error) {
-    const cause = (err as { cause?: unknown }).cause;
-    return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
-  }
-  return String(err);
 }
 
 export type { AddressGrant };

@@ -24,6 +24,7 @@ import type { PoolSpec } from '../domain/config';
 import { acquireBlockUpdateId } from '../domain/ids';
 import { FailureType } from '../domain/lease';
 import { NodeName } from '../domain/search-attributes';
+import { toApplicationFailure } from './failures';
 import { ResultMemory, type RememberedResults } from './remembered-results';
 import { Serial } from './serial';
 import { untilTimeToContinue } from './continue-as-new';
@@ -98,6 +99,8 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
         incarnation: state.incarnation,
         family: outcome.family,
         updateId: acquireBlockUpdateId(input.nodeName, state.incarnation, outcome.family, seq),
+      }).catch((err: unknown) => {
+        throw toApplicationFailure(err, FailureType.exhausted);
       });
       if (table.blocks.some((b) => b.cidr === cidr)) {
         throw ApplicationFailure.nonRetryable(`pool ${request.pool.name} handed block ${cidr} twice`, FailureType.conflict);
@@ -127,3 +130,4 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
   await untilTimeToContinue(input.historyLimit);
   return continueAsNew<typeof nodeWorkflow>({ ...input, state: { ...state, results: memory.carry() } });
 }
+

@@ -1,16 +1,11 @@
-// Runs async sections one at a time inside a workflow (handlers interleave at every await).
-import { condition } from '@temporalio/workflow';
-
+// Runs async sections one at a time, in arrival order. A promise chain, not a flag + condition():
+// condition() would wake every waiter in the same activation and let them all in at once.
 export class Serial {
-  private busy = false;
+  private tail: Promise<unknown> = Promise.resolve();
 
-  async run<T>(section: () => Promise<T>): Promise<T> {
-    await condition(() => !this.busy);
-    this.busy = true;
-    try {
-      return await section();
-    } finally {
-      this.busy = false;
-    }
+  run<T>(section: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(section);
+    this.tail = result.catch(() => undefined);
+    return result;
   }
 }

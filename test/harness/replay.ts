@@ -4,7 +4,10 @@ import { Worker } from '@temporalio/worker';
 import { prebuiltBundle } from '../../worker/bundle';
 import { quietRuntime } from './temporal';
 
-export async function replayTaskQueue(client: Client, taskQueue: string): Promise<{ replayed: number; errors: string[] }> {
+export async function replayTaskQueue(
+  client: Client,
+  taskQueue: string,
+): Promise<{ replayed: number; errors: string[] }> {
   quietRuntime();
   const histories = [];
   for await (const execution of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) {
@@ -19,4 +22,3 @@ export async function replayTaskQueue(client: Client, taskQueue: string): Promis
   }
   return { replayed, errors };
 }
-

@@ -39,7 +39,9 @@ export function runShim(call: ShimCall): Promise<ShimOutcome> {
     CNI_PATH: join(__dirname, '..', '..', '..', 'bin'),
     ...call.env,
   };
-  const clean = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
+  const clean = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined),
+  ) as NodeJS.ProcessEnv;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [SHIM], { env: clean, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';

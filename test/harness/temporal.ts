@@ -29,7 +29,10 @@ export async function connectTest(prefix: string): Promise<TestTemporal> {
 }
 
 /** A config for tests: one dual-stack pool unless the test says otherwise. */
-export function testConfig(taskQueue: string, overrides: Partial<Record<keyof NetleaseConfig, unknown>> = {}) {
+export function testConfig(
+  taskQueue: string,
+  overrides: Partial<Record<keyof NetleaseConfig, unknown>> = {},
+) {
   return NetleaseConfigSchema.parse({
     temporal: { address: temporalAddress(), taskQueue },
     pools: [{ name: 'default', cidrs: ['198.18.0.0/16', 'fd00:18::/64'] }],

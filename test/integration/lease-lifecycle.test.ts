@@ -5,7 +5,14 @@ import { leaseStateQuery, podRunningSignal, releaseSignal } from '../../workflow
 import { netconf } from '../harness/netconf';
 import { replayTaskQueue } from '../harness/replay';
 import { runShim, type ShimCall } from '../harness/shim';
-import { connectTest, runControlWorker, testConfig, uniqueName, type RunningWorker, type TestTemporal } from '../harness/temporal';
+import {
+  connectTest,
+  runControlWorker,
+  testConfig,
+  uniqueName,
+  type RunningWorker,
+  type TestTemporal,
+} from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
 let temporal: TestTemporal;
@@ -38,7 +45,10 @@ test('ADD returns both families; a retried ADD returns the same result', async (
   expect(first.stderr).toBe('');
   expect(first.exitCode).toBe(0);
   const ips = (first.json?.ips ?? []) as Array<{ address: string; gateway?: string }>;
-  expect(ips.map((ip) => ip.address)).toEqual([expect.stringMatching(/^198\.18\.\d+\.\d+\/26$/), expect.stringMatching(/^fd00:18::[0-9a-f:]+\/120$/)]);
+  expect(ips.map((ip) => ip.address)).toEqual([
+    expect.stringMatching(/^198\.18\.\d+\.\d+\/26$/),
+    expect.stringMatching(/^fd00:18::[0-9a-f:]+\/120$/),
+  ]);
   expect(first.json?.routes).toEqual([
     { dst: '0.0.0.0/0', gw: ips[0]?.gateway },
     { dst: '::/0', gw: ips[1]?.gateway },
@@ -69,20 +79,28 @@ test('DEL of an attachment nobody knows succeeds and creates nothing', async () 
   const p = pod();
   const del = await runShim(call('DEL', p, 'ghost' + p.uid));
   expect(del.exitCode).toBe(0);
-  await expect(temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0')).describe()).rejects.toThrow(/not found/i);
+  await expect(temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0')).describe()).rejects.toThrow(
+    /not found/i,
+  );
 });
 
 test('CHECK passes for the active attachment and fails for an unknown one', async () => {
   const p = pod();
   const add = await runShim(call('ADD', p, 'chk' + p.uid));
-  const check = await runShim({ ...call('CHECK', p, 'chk' + p.uid), stdin: { ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }), prevResult: add.json } });
+  const check = await runShim({
+    ...call('CHECK', p, 'chk' + p.uid),
+    stdin: { ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }), prevResult: add.json },
+  });
   expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: '' });
   const unknown = await runShim(call('CHECK', p, 'other' + p.uid));
   expect(unknown.exitCode).toBe(1);
   expect(unknown.json?.code).toBe(3);
   const wrong = await runShim({
     ...call('CHECK', p, 'chk' + p.uid),
-    stdin: { ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }), prevResult: { ips: [{ address: '198.19.255.1/26' }] } },
+    stdin: {
+      ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }),
+      prevResult: { ips: [{ address: '198.19.255.1/26' }] },
+    },
   });
   expect(wrong.json?.code).toBe(102);
 });
@@ -92,7 +110,11 @@ test('podRunning moves the lease to Running with its search attributes', async (
   await runShim(call('ADD', p, 'run' + p.uid));
   const handle = temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
   await handle.signal(podRunningSignal);
-  const phase = await waitForValue(async () => (await handle.query(leaseStateQuery)).phase, (v) => v === 'Running', 20000);
+  const phase = await waitForValue(
+    async () => (await handle.query(leaseStateQuery)).phase,
+    (v) => v === 'Running',
+    20000,
+  );
   expect(phase).toBe('Running');
   const attributes = await waitForValue(
     async () => (await handle.describe()).searchAttributes,

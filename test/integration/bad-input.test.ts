@@ -1,0 +1,124 @@
+// Bad input through the real executable: the spec's error code, and no lease or allocation left.
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
+import { nodeStateQuery } from '../../workflows/node';
+import { netconf } from '../harness/netconf';
+import { runShim, type ShimCall } from '../harness/shim';
+import {
+  connectTest,
+  runControlWorker,
+  testConfig,
+  uniqueName,
+  type RunningWorker,
+  type TestTemporal,
+} from '../harness/temporal';
+import { freePort } from '../../tools/processes';
+
+let temporal: TestTemporal;
+let worker: RunningWorker;
+const node = uniqueName('node');
+
+beforeAll(async () => {
+  temporal = await connectTest('bad-input');
+  worker = await runControlWorker(testConfig(temporal.taskQueue));
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await temporal?.close();
+});
+
+function addCall(uid: string, overrides: Partial<ShimCall> = {}): ShimCall {
+  return {
+    command: 'ADD',
+    containerId: `ctr-${uid}`,
+    netns: `/var/run/netns/${uid}`,
+    ifName: 'eth0',
+    args: { K8S_POD_NAMESPACE: 'bad', K8S_POD_NAME: 'p', K8S_POD_UID: uid },
+    stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node }),
+    ...overrides,
+  };
+}
+
+async function expectNothingLeft(uid: string): Promise<void> {
+  const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+  const status = await handle.describe().then(
+    (d) => d.status.name,
+    (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
+  );
+  expect(['absent', 'FAILED']).toContain(status);
+  const nodeState = await temporal.client.workflow
+    .getHandle(nodeWorkflowId(node))
+    .query(nodeStateQuery)
+    .catch((err: unknown) => (err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err)));
+  const owners = Object.values(nodeState?.tables.default?.allocations ?? {}).map((a) => a.owner);
+  expect(owners).not.toContain(leaseWorkflowId(uid, 'eth0'));
+}
+
+const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]> = [
+  ['malformed stdin', () => ({ stdin: '{"cniVersion": "1.1.0", ' }), 6, /failed to decode/],
+  ['missing CNI_COMMAND', () => ({ command: '' }), 4, /CNI_COMMAND/],
+  ['missing CNI_CONTAINERID', () => ({ containerId: undefined }), 4, /CNI_CONTAINERID/],
+  ['missing CNI_NETNS', () => ({ netns: undefined }), 4, /CNI_NETNS/],
+  ['malformed CNI_ARGS', () => ({ env: { CNI_ARGS: 'K8S_POD_UID' } }), 4, /CNI_ARGS/],
+  [
+    'unknown cniVersion',
+    () => ({ stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node, cniVersion: '2.0.0' }) }),
+    1,
+    /incompatible CNI version "2\.0\.0"/,
+  ],
+  [
+    'invalid route CIDR',
+    () => ({
+      stdin: netconf({
+        taskQueue: temporal.taskQueue,
+        nodeName: node,
+        extra: { routes: [{ dst: '10.0.0.0/40' }] },
+      }),
+    }),
+    7,
+    /routes\[0\]\.dst: invalid CIDR "10\.0\.0\.0\/40"/,
+  ],
+  [
+    'missing network name',
+    () => ({ stdin: { ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }), name: '' } }),
+    7,
+    /name: /,
+  ],
+  [
+    'unknown pool',
+    () => ({ stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node, pool: 'nope' }) }),
+    7,
+    /unknown pool "nope"/,
+  ],
+];
+
+test.each(cases)('%s', async (_name, overrides, code, message) => {
+  const uid = randomUUID();
+  const outcome = await runShim(addCall(uid, overrides(uid)));
+  expect(outcome.exitCode).toBe(1);
+  expect(outcome.json).toMatchObject({ code, msg: expect.stringMatching(message) });
+  await expectNothingLeft(uid);
+});
+
+test('Temporal unreachable: try again later (11)', async () => {
+  const uid = randomUUID();
+  const dead = `127.0.0.1:${await freePort()}`;
+  const stdin = {
+    ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }),
+    temporal: { address: dead },
+    timeoutSeconds: 2,
+  };
+  const outcome = await runShim(addCall(uid, { stdin }));
+  expect(outcome.json).toMatchObject({ code: 11, msg: expect.stringContaining(dead) });
+  await expectNothingLeft(uid);
+});
+
+test('VERSION lists the supported versions', async () => {
+  const outcome = await runShim({ command: 'VERSION', stdin: { cniVersion: '1.0.0' } });
+  expect(outcome.json).toEqual({
+    cniVersion: '1.0.0',
+    supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
+  });
+});

@@ -1,0 +1,98 @@
+// The node workflow continues-as-new under a long run of operations without losing an
+// allocation or answering a repeated update differently.
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { AddressGrant } from '../../domain/allocation';
+import { PoolSpecSchema } from '../../domain/config';
+import { allocateUpdateId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
+import { allocateUpdate, nodeStateQuery, nodeWorkflow, releaseUpdate } from '../../workflows/node';
+import { replayTaskQueue } from '../harness/replay';
+import {
+  connectTest,
+  runControlWorker,
+  testConfig,
+  uniqueName,
+  type RunningWorker,
+  type TestTemporal,
+} from '../harness/temporal';
+
+let temporal: TestTemporal;
+let worker: RunningWorker;
+const pool = PoolSpecSchema.parse({
+  name: 'default',
+  cidrs: ['198.18.0.0/20', 'fd00:18::/112'],
+  blockSize: { ipv4: 27, ipv6: 123 },
+});
+
+beforeAll(async () => {
+  temporal = await connectTest('node-can');
+  worker = await runControlWorker(testConfig(temporal.taskQueue, { pools: [pool] }));
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await temporal?.close();
+});
+
+test('continue-as-new keeps allocations and remembered answers', async () => {
+  const node = uniqueName('node');
+  const workflowId = nodeWorkflowId(node);
+  const start = () =>
+    new WithStartWorkflowOperation(nodeWorkflow, {
+      workflowId,
+      taskQueue: temporal.taskQueue,
+      args: [{ nodeName: node, historyLimit: 120 }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  const allocateFor = (owner: string) =>
+    temporal.client.workflow.executeUpdateWithStart(allocateUpdate, {
+      args: [{ owner, podUid: owner, pool }],
+      updateId: allocateUpdateId(owner),
+      startWorkflowOperation: start(),
+    });
+  const releaseFor = (owner: string) =>
+    temporal.client.workflow.getHandle(workflowId).executeUpdate(releaseUpdate, {
+      args: [{ owner, pool: pool.name, cooldownMs: 0 }],
+      updateId: releaseUpdateId(owner),
+    });
+
+  const answers = new Map<string, AddressGrant[]>();
+  const released = new Set<string>();
+  for (let i = 0; i < 150; i++) {
+    const owner = `lease/pod-${i}/eth0`;
+    answers.set(owner, await allocateFor(owner));
+    if (i % 3 === 0) {
+      await releaseFor(owner);
+      released.add(owner);
+    }
+  }
+
+  const runs = [];
+  for await (const run of temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+    runs.push(run.runId);
+  expect(runs.length).toBeGreaterThanOrEqual(3);
+
+  const state = await temporal.client.workflow.getHandle(workflowId).query(nodeStateQuery);
+  const table = state.tables[pool.name];
+  const held = new Map(Object.values(table?.allocations ?? {}).map((a) => [a.address, a.owner]));
+  for (const [owner, grants] of answers) {
+    for (const grant of grants) {
+      if (released.has(owner)) expect(held.get(grant.address)).not.toBe(owner);
+      else expect(held.get(grant.address)).toBe(owner);
+    }
+  }
+  expect(held.size).toBe(2 * (150 - released.size));
+
+  // Repeat old updates in the latest run: same answers, even for owners released since (a fresh
+  // allocation would hand them a different address), and nothing new is allocated.
+  for (const owner of ['lease/pod-0/eth0', 'lease/pod-1/eth0', 'lease/pod-99/eth0', 'lease/pod-149/eth0']) {
+    expect(await allocateFor(owner)).toEqual(answers.get(owner));
+  }
+  const after = await temporal.client.workflow.getHandle(workflowId).query(nodeStateQuery);
+  expect(Object.keys(after.tables[pool.name]?.allocations ?? {}).length).toBe(held.size);
+}, 300_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  const { replayed, errors } = await replayTaskQueue(temporal.client, temporal.taskQueue);
+  expect(errors).toEqual([]);
+  expect(replayed).toBeGreaterThanOrEqual(3);
+});

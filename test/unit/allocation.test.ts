@@ -1,0 +1,116 @@
+import {
+  allocate,
+  emptyTable,
+  expireCooldowns,
+  idleBlocks,
+  load,
+  release,
+  type AllocationTable,
+} from '../../domain/allocation';
+import { freeBlock } from '../../domain/blocks';
+import { PoolSpecSchema } from '../../domain/config';
+
+const pool = PoolSpecSchema.parse({
+  name: 'p',
+  cidrs: ['198.18.0.0/24', 'fd00::/120'],
+  blockSize: { ipv4: 29, ipv6: 125 },
+  exclude: ['198.18.0.2', 'fd00::4/126'],
+});
+
+function tableWithBlocks(): AllocationTable {
+  const table = emptyTable();
+  table.blocks.push(
+    { cidr: '198.18.0.0/29', family: 4, incarnation: 'u1' },
+    { cidr: 'fd00::/125', family: 6, incarnation: 'u1' },
+  );
+  return table;
+}
+const req = (owner: string) => ({ owner, podUid: owner, incarnation: 'u1' });
+
+test('skips network, gateway and exclusions; one address per family', () => {
+  const table = tableWithBlocks();
+  const outcome = allocate(table, pool, req('a'));
+  // .0 network, .1 gateway, .2 excluded → .3; fd00::0 anycast, ::1 gateway → ::2
+  expect(outcome).toMatchObject({
+    kind: 'granted',
+    allocations: [{ address: '198.18.0.3' }, { address: 'fd00::2' }],
+  });
+});
+
+test('is idempotent per owner and asks for a block when a family runs out', () => {
+  const table = tableWithBlocks();
+  const first = allocate(table, pool, req('a'));
+  expect(allocate(table, pool, req('a'))).toEqual(first);
+  // v4 block /29: .3 .4 .5 .6 usable (.7 broadcast); v6 /125: ::2 ::3 (::4-::7 excluded)
+  expect(allocate(table, pool, req('b'))).toMatchObject({ kind: 'granted' });
+  expect(allocate(table, pool, req('c'))).toEqual({ kind: 'needBlock', family: 6 });
+});
+
+test('released addresses cool down before reuse', () => {
+  const table = tableWithBlocks();
+  allocate(table, pool, req('a'));
+  release(table, 'lease-a', 0, 1000); // unknown owner: no-op
+  expect(Object.keys(table.allocations)).toHaveLength(2);
+  release(table, 'a', 1000, 30000);
+  expect(allocate(table, pool, req('b'))).toMatchObject({
+    allocations: [{ address: '198.18.0.4' }, { address: 'fd00::3' }],
+  });
+  expireCooldowns(table, 30999);
+  expect(table.cooldowns['198.18.0.3']).toBe(31000);
+  expireCooldowns(table, 31000);
+  expect(allocate(table, pool, req('c'))).toMatchObject({
+    allocations: [{ address: '198.18.0.3' }, { address: 'fd00::2' }],
+  });
+});
+
+test('only blocks of the requesting incarnation are used', () => {
+  const table = tableWithBlocks();
+  expect(allocate(table, pool, { ...req('a'), incarnation: 'u2' })).toEqual({ kind: 'needBlock', family: 4 });
+});
+
+test('loading an address held by another owner fails and changes nothing', () => {
+  const table = tableWithBlocks();
+  allocate(table, pool, req('a'));
+  const before = JSON.stringify(table);
+  expect(() =>
+    load(table, {
+      address: '198.18.0.3',
+      family: 4,
+      block: '198.18.0.0/29',
+      owner: 'b',
+      podUid: 'b',
+      incarnation: 'u1',
+    }),
+  ).toThrow(/held by a/);
+  expect(() =>
+    load(table, {
+      address: '198.18.1.3',
+      family: 4,
+      block: '198.18.1.0/29',
+      owner: 'b',
+      podUid: 'b',
+      incarnation: 'u1',
+    }),
+  ).toThrow(/outside/);
+  expect(JSON.stringify(table)).toBe(before);
+});
+
+test('idle blocks hold neither allocations nor cooling addresses', () => {
+  const table = tableWithBlocks();
+  expect(idleBlocks(table, 'u1').map((b) => b.cidr)).toEqual(['198.18.0.0/29', 'fd00::/125']);
+  allocate(table, pool, req('a'));
+  release(table, 'a', 0, 1000);
+  expect(idleBlocks(table, 'u1')).toEqual([]);
+});
+
+test('pool blocks are handed out once each until exhausted', () => {
+  const small = PoolSpecSchema.parse({ name: 's', cidrs: ['198.18.0.0/30'], blockSize: { ipv4: 31 } });
+  const held: Record<string, { node: string; incarnation: string }> = {};
+  const first = freeBlock(held, small, 4) as string;
+  held[first] = { node: 'n', incarnation: 'u' };
+  const second = freeBlock(held, small, 4) as string;
+  held[second] = { node: 'n', incarnation: 'u' };
+  expect([first, second]).toEqual(['198.18.0.0/31', '198.18.0.2/31']);
+  expect(freeBlock(held, small, 4)).toBeUndefined();
+  expect(freeBlock(held, small, 6)).toBeUndefined();
+});

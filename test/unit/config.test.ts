@@ -1,0 +1,56 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfigFile, parseConfigText } from '../../worker/config-file';
+
+test('YAML with defaults', () => {
+  const config = parseConfigText(
+    'pools:\n  - name: default\n    cidrs: [198.18.0.0/16, "fd00::/64"]\n',
+    'netlease.yaml',
+  );
+  expect(config.reuseCooldownSeconds).toBe(30);
+  expect(config.pools[0]?.blockSize).toEqual({ ipv4: 26, ipv6: 120 });
+  expect(config.temporal).toMatchObject({
+    address: '127.0.0.1:7233',
+    namespace: 'default',
+    taskQueue: 'netlease-control',
+  });
+});
+
+test.each([
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/33"]}]}',
+    /pools\[0\]\.cidrs\[0\]: invalid CIDR "198\.18\.0\.0\/33"/,
+  ],
+  ['{"pools":[{"name":"a","cidrs":["198.18.0.1/16"]}]}', /pools\[0\]\.cidrs\[0\]: .*host bits set/],
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/16"],"exclude":["198.18.0.300"]}]}',
+    /pools\[0\]\.exclude\[0\]: invalid IPv4/,
+  ],
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/16","198.18.4.0/24"]}]}',
+    /pools\[0\]\.cidrs\[1\]: overlaps cidrs\[0\]/,
+  ],
+  ['{"pools":[{"name":"a","cidrs":["198.18.0.0/28"]}]}', /pools\[0\]\.cidrs\[0\]: block size \/26 is larger/],
+  ['{"pools":[{"name":"A_b","cidrs":["198.18.0.0/16"]}]}', /pools\[0\]\.name: must be a DNS label/],
+  ['{"pools":[{"name":"a","cidrs":["198.18.0.0/16"]}],"reuseCooldownSeconds":-1}', /reuseCooldownSeconds: /],
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/16"]},{"name":"a","cidrs":["fd00::/64"]}]}',
+    /pools\[1\]\.name: duplicate pool "a"/,
+  ],
+  ['{"pools":[]}', /pools: at least one pool is required/],
+  ['{"pools":[{"name":"a","cidrs":["198.18.0.0/16"],"gatway":"none"}]}', /pools\[0\]: .*gatway/],
+])('config.json %s is rejected naming the field', (text, message) => {
+  expect(() => parseConfigText(text, 'config.json')).toThrow(message);
+});
+
+test('file errors name the file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-config-'));
+  try {
+    writeFileSync(join(dir, 'bad.yaml'), 'pools: [\n');
+    expect(() => loadConfigFile(join(dir, 'bad.yaml'))).toThrow(/cannot decode .*bad\.yaml/);
+    expect(() => loadConfigFile(join(dir, 'missing.yaml'))).toThrow(/cannot read config .*missing\.yaml/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
