@@ -22,7 +22,10 @@ const deterministic = {
           allowTypeImports: true,
           message: 'Workflows import activities as types only.',
         },
-        { group: ['**/worker/**', '**/cni/**', '**/tools/**'], message: 'Not allowed in deterministic code.' },
+        {
+          group: ['**/worker/**', '**/cni/**', '**/tools/**'],
+          message: 'Not allowed in deterministic code.',
+        },
       ],
     },
   ],
@@ -60,6 +63,19 @@ module.exports = tseslint.config(
       ],
     },
   },
-  { files: ['**/*.js'], languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly', console: 'readonly' } }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
+  {
+    files: ['**/*.js'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        process: 'readonly',
+        console: 'readonly',
+      },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   prettier,
 );

@@ -48,7 +48,9 @@ export function addressActivities({ client, config }: ControlDeps) {
       try {
         return await callUpdate(() =>
           handle.executeUpdate(releaseUpdate, {
-            args: [{ owner: input.leaseId, pool: input.pool, cooldownMs: config.reuseCooldownSeconds * 1000 }],
+            args: [
+              { owner: input.leaseId, pool: input.pool, cooldownMs: config.reuseCooldownSeconds * 1000 },
+            ],
             updateId: releaseUpdateId(input.leaseId),
           }),
         );

@@ -28,7 +28,9 @@ export function blockActivities({ client, config }: ControlDeps) {
     async acquireBlock(input: AcquireBlockInput): Promise<string> {
       return callUpdate(() =>
         client.workflow.executeUpdateWithStart(acquireBlockUpdate, {
-          args: [{ node: input.node, incarnation: input.incarnation, family: input.family, spec: input.pool }],
+          args: [
+            { node: input.node, incarnation: input.incarnation, family: input.family, spec: input.pool },
+          ],
           updateId: input.updateId,
           startWorkflowOperation: new WithStartWorkflowOperation(poolWorkflow, {
             workflowId: poolWorkflowId(input.pool.name),

@@ -13,7 +13,10 @@ export function poolSpec(config: NetleaseConfig, name: string): PoolSpec {
   const spec = config.pools.find((p) => p.name === name);
   if (!spec) {
     const known = config.pools.map((p) => p.name).join(', ');
-    throw ApplicationFailure.nonRetryable(`unknown pool "${name}" (configured: ${known})`, FailureType.invalidConfig);
+    throw ApplicationFailure.nonRetryable(
+      `unknown pool "${name}" (configured: ${known})`,
+      FailureType.invalidConfig,
+    );
   }
   return spec;
 }

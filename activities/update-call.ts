@@ -9,7 +9,9 @@ export async function callUpdate<T>(call: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
       const cause = err.cause;
-      throw cause.nonRetryable ? ApplicationFailure.nonRetryable(cause.message, cause.type) : ApplicationFailure.retryable(cause.message, cause.type);
+      throw cause.nonRetryable
+        ? ApplicationFailure.nonRetryable(cause.message, cause.type)
+        : ApplicationFailure.retryable(cause.message, cause.type);
     }
     throw err;
   }

@@ -14,7 +14,8 @@ import { withTemporal } from './temporal';
 
 type Output = Record<string, unknown> | undefined;
 
-const podRef = (start: LeaseStart) => (start.podName ? `${start.podNamespace}/${start.podName}` : start.podUid);
+const podRef = (start: LeaseStart) =>
+  start.podName ? `${start.podNamespace}/${start.podName}` : start.podUid;
 
 function run<T>(conf: NetConf, fn: (client: Client) => Promise<T>): Promise<T> {
   return withTemporal(conf.settings.temporal, conf.settings.timeoutSeconds, fn);
@@ -84,7 +85,9 @@ export async function check(env: CniEnv, conf: NetConf): Promise<Output> {
     if (await isGone(client, workflowId)) return undefined;
     return client.workflow.getHandle(workflowId).query(leaseStateQuery);
   });
-  const attachment = state?.attachments.find((a) => a.containerId === env.containerId && a.ifName === env.ifName);
+  const attachment = state?.attachments.find(
+    (a) => a.containerId === env.containerId && a.ifName === env.ifName,
+  );
   if (!state || !attachment) {
     throw new CniError(CniCode.containerUnknown, `no lease holds container ${env.containerId} ${env.ifName}`);
   }
@@ -95,7 +98,10 @@ export async function check(env: CniEnv, conf: NetConf): Promise<Output> {
   const expected = prevResultAddresses(conf.prevResult);
   const missing = expected.filter((address) => !held.has(address));
   if (missing.length) {
-    throw new CniError(CniCode.checkMismatch, `prevResult has ${missing.join(', ')}, the lease holds ${[...held].join(', ')}`);
+    throw new CniError(
+      CniCode.checkMismatch,
+      `prevResult has ${missing.join(', ')}, the lease holds ${[...held].join(', ')}`,
+    );
   }
   return undefined;
 }
@@ -114,7 +120,11 @@ export async function status(_env: CniEnv, conf: NetConf): Promise<Output> {
     await run(conf, (client) => client.workflowService.getSystemInfo({}));
   } catch (err) {
     const cause = err instanceof Error ? err.message : String(err);
-    throw new CniError(CniCode.pluginNotAvailable, 'netlease is not available: Temporal does not answer', cause);
+    throw new CniError(
+      CniCode.pluginNotAvailable,
+      'netlease is not available: Temporal does not answer',
+      cause,
+    );
   }
   return undefined;
 }

@@ -37,7 +37,11 @@ export function readEnv(env: NodeJS.ProcessEnv): CniEnv {
   const command = env.CNI_COMMAND;
   if (!command) throw new CniError(CniCode.invalidEnv, 'missing environment variable CNI_COMMAND');
   if (!(COMMANDS as readonly string[]).includes(command)) {
-    throw new CniError(CniCode.invalidEnv, `invalid CNI_COMMAND "${command}"`, `expected one of ${COMMANDS.join(', ')}`);
+    throw new CniError(
+      CniCode.invalidEnv,
+      `invalid CNI_COMMAND "${command}"`,
+      `expected one of ${COMMANDS.join(', ')}`,
+    );
   }
   const typed = command as Command;
   for (const name of REQUIRED[typed]) {
@@ -45,7 +49,11 @@ export function readEnv(env: NodeJS.ProcessEnv): CniEnv {
   }
   const ifName = env.CNI_IFNAME ?? '';
   if (ifName.length > 15 || /[\s/]/.test(ifName)) {
-    throw new CniError(CniCode.invalidEnv, `invalid CNI_IFNAME "${ifName}"`, 'at most 15 characters, no "/" or spaces');
+    throw new CniError(
+      CniCode.invalidEnv,
+      `invalid CNI_IFNAME "${ifName}"`,
+      'at most 15 characters, no "/" or spaces',
+    );
   }
   return {
     command: typed,

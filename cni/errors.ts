@@ -29,6 +29,11 @@ export class CniError extends Error {
   }
 
   toJSON(cniVersion: string): Record<string, unknown> {
-    return { cniVersion, code: this.code, msg: this.message, ...(this.details ? { details: this.details } : {}) };
+    return {
+      cniVersion,
+      code: this.code,
+      msg: this.message,
+      ...(this.details ? { details: this.details } : {}),
+    };
   }
 }

@@ -50,7 +50,11 @@ export function decodeJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new CniError(CniCode.decodeFailure, 'failed to decode network configuration', (err as Error).message);
+    throw new CniError(
+      CniCode.decodeFailure,
+      'failed to decode network configuration',
+      (err as Error).message,
+    );
   }
 }
 
@@ -73,7 +77,10 @@ export function checkVersion(version: string): void {
 export function parseNetConf(decoded: unknown): NetConf {
   const envelope = EnvelopeSchema.safeParse(decoded);
   if (!envelope.success) {
-    throw new CniError(CniCode.invalidNetworkConfig, `invalid network configuration: ${describeIssues(envelope.error)}`);
+    throw new CniError(
+      CniCode.invalidNetworkConfig,
+      `invalid network configuration: ${describeIssues(envelope.error)}`,
+    );
   }
   checkVersion(envelope.data.cniVersion);
   const delegated = envelope.data.type !== PLUGIN_TYPE;
@@ -88,7 +95,10 @@ export function parseNetConf(decoded: unknown): NetConf {
     throw new CniError(CniCode.invalidNetworkConfig, `invalid network configuration: ${issues}`);
   }
   if (delegated && settings.data.mode === 'ptp') {
-    throw new CniError(CniCode.invalidNetworkConfig, 'invalid network configuration: ipam.mode: must be "ipam" when delegated');
+    throw new CniError(
+      CniCode.invalidNetworkConfig,
+      'invalid network configuration: ipam.mode: must be "ipam" when delegated',
+    );
   }
   return {
     cniVersion: envelope.data.cniVersion,

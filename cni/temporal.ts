@@ -12,7 +12,11 @@ function readTlsFile(path: string | undefined, field: string): Buffer | undefine
   try {
     return readFileSync(path);
   } catch (err) {
-    throw new CniError(CniCode.ioFailure, `cannot read temporal.tls.${field} "${path}"`, (err as Error).message);
+    throw new CniError(
+      CniCode.ioFailure,
+      `cannot read temporal.tls.${field} "${path}"`,
+      (err as Error).message,
+    );
   }
 }
 

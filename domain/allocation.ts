@@ -123,7 +123,11 @@ export type AllocationOutcome =
  * Gives the owner one address per pool family. Idempotent: an owner that already holds an
  * address of a family keeps it. Expired cooldowns must have been dropped by the caller.
  */
-export function allocate(table: AllocationTable, pool: PoolSpec, request: AllocationRequest): AllocationOutcome {
+export function allocate(
+  table: AllocationTable,
+  pool: PoolSpec,
+  request: AllocationRequest,
+): AllocationOutcome {
   const held = ownedBy(table, request.owner);
   for (const family of poolFamilies(pool)) {
     if (held.some((a) => a.family === family)) continue;
@@ -141,7 +145,12 @@ export function allocate(table: AllocationTable, pool: PoolSpec, request: Alloca
 }
 
 /** Returns the owner's addresses to the node, each cooling down until `now + cooldownMs`. */
-export function release(table: AllocationTable, owner: string, now: number, cooldownMs: number): Allocation[] {
+export function release(
+  table: AllocationTable,
+  owner: string,
+  now: number,
+  cooldownMs: number,
+): Allocation[] {
   const released = ownedBy(table, owner);
   for (const allocation of released) {
     delete table.allocations[allocation.address];
@@ -162,7 +171,9 @@ export function load(table: AllocationTable, allocation: Allocation): void {
         `refusing to load it for ${allocation.owner}`,
     );
   }
-  const block = table.blocks.find((b) => contains(parsePrefix(b.cidr), allocation.family, parseAddress(allocation.address).value));
+  const block = table.blocks.find((b) =>
+    contains(parsePrefix(b.cidr), allocation.family, parseAddress(allocation.address).value),
+  );
   if (!block) throw new AllocationConflict(`address ${allocation.address} is outside the node's blocks`);
   table.allocations[allocation.address] = allocation;
 }

@@ -35,6 +35,8 @@ export function freeBlock(table: BlockTable, pool: PoolSpec, family: Family): st
 
 export function blocksOf(table: BlockTable, node: string, incarnation?: string): string[] {
   return Object.entries(table)
-    .filter(([, owner]) => owner.node === node && (incarnation === undefined || owner.incarnation === incarnation))
+    .filter(
+      ([, owner]) => owner.node === node && (incarnation === undefined || owner.incarnation === incarnation),
+    )
     .map(([block]) => block);
 }

@@ -71,7 +71,7 @@ export function formatAddress(family: Family, value: bigint): string {
   // RFC 5952: compress the longest run (length >= 2) of zero groups, the first one on a tie.
   let bestStart = -1;
   let bestLength = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0n) {
       i++;
       continue;
@@ -101,7 +101,9 @@ export function parsePrefix(text: string, allowHostBits = false): Prefix {
   }
   const network = value & netmask(family, length);
   if (!allowHostBits && network !== value) {
-    throw new CidrError(`invalid CIDR "${text}": host bits set (did you mean ${formatPrefix({ family, network, length })}?)`);
+    throw new CidrError(
+      `invalid CIDR "${text}": host bits set (did you mean ${formatPrefix({ family, network, length })}?)`,
+    );
   }
   return { family, network, length };
 }

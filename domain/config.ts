@@ -101,7 +101,11 @@ export const NetleaseConfigSchema = z
     const seen = new Set<string>();
     config.pools.forEach((pool, i) => {
       if (seen.has(pool.name)) {
-        ctx.addIssue({ code: 'custom', path: ['pools', i, 'name'], message: `duplicate pool "${pool.name}"` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['pools', i, 'name'],
+          message: `duplicate pool "${pool.name}"`,
+        });
       }
       seen.add(pool.name);
     });

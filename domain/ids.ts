@@ -11,5 +11,9 @@ export const delUpdateId = (containerId: string, ifName: string): string => `del
 /** Update ids of workflow-to-workflow calls, derived from the caller so retries de-duplicate. */
 export const allocateUpdateId = (leaseId: string): string => `allocate/${leaseId}`;
 export const releaseUpdateId = (leaseId: string): string => `release/${leaseId}`;
-export const acquireBlockUpdateId = (node: string, incarnation: string, family: number, seq: number): string =>
-  `acquire/${node}/${incarnation}/${family}/${seq}`;
+export const acquireBlockUpdateId = (
+  node: string,
+  incarnation: string,
+  family: number,
+  seq: number,
+): string => `acquire/${node}/${incarnation}/${family}/${seq}`;

@@ -7,7 +7,14 @@ import { WORKFLOW_BUNDLE_PATH } from '../worker/bundle';
 async function main(): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: join(__dirname, '..', 'workflows', 'index.js'),
-    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: console.warn, error: console.error },
+    logger: {
+      log: () => undefined,
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: console.warn,
+      error: console.error,
+    },
   });
   writeFileSync(WORKFLOW_BUNDLE_PATH, code);
   console.log(`netlease: workflow bundle written (${(code.length / 1024).toFixed(0)} KiB)`);

@@ -17,11 +17,19 @@ export interface Program {
 
 export const PROGRAMS: Program[] = [
   { name: 'temporal', version: 'v1.5.1', install: 'github.com/temporalio/cli/cmd/temporal' },
-  { name: 'etcd', version: 'v3.6.16', wrapper: { module: 'go.etcd.io/etcd/server/v3', pkg: 'go.etcd.io/etcd/server/v3' } },
+  {
+    name: 'etcd',
+    version: 'v3.6.16',
+    wrapper: { module: 'go.etcd.io/etcd/server/v3', pkg: 'go.etcd.io/etcd/server/v3' },
+  },
   {
     name: 'kube-apiserver',
     version: 'v1.34.4',
-    wrapper: { module: 'k8s.io/kubernetes', pkg: 'k8s.io/kubernetes/cmd/kube-apiserver', replaceStaging: true },
+    wrapper: {
+      module: 'k8s.io/kubernetes',
+      pkg: 'k8s.io/kubernetes/cmd/kube-apiserver',
+      replaceStaging: true,
+    },
   },
   { name: 'cnitool', version: 'v1.3.0', install: 'github.com/containernetworking/cni/cnitool' },
   ...['main/bridge', 'main/loopback', 'ipam/host-local'].map((plugin) => ({
@@ -62,7 +70,9 @@ function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
 /** `replace k8s.io/x => k8s.io/x v0.Y.Z` for every staging module k8s.io/kubernetes points at locally. */
 function stagingReplaces(module: string, version: string, cwd: string): string[] {
   const info = JSON.parse(go(['mod', 'download', '-json', `${module}@${version}`], cwd)) as { GoMod: string };
-  const staging = [...readFileSync(info.GoMod, 'utf8').matchAll(/^\s*(k8s\.io\/[\w.-]+)\s+=>\s+\.\/staging\//gm)];
+  const staging = [
+    ...readFileSync(info.GoMod, 'utf8').matchAll(/^\s*(k8s\.io\/[\w.-]+)\s+=>\s+\.\/staging\//gm),
+  ];
   const minor = version.replace(/^v1\./, 'v0.');
   return staging.map((m) => `replace ${m[1]} => ${m[1]} ${minor}`);
 }
@@ -75,7 +85,16 @@ function buildWrapper(program: Program, out: string): void {
   const replaces = wrapper.replaceStaging ? stagingReplaces(wrapper.module, program.version, dir) : [];
   writeFileSync(
     join(dir, 'go.mod'),
-    [`module netlease.local/${program.name}`, '', 'go 1.24', '', `require ${wrapper.module} ${program.version}`, '', ...replaces, ''].join('\n'),
+    [
+      `module netlease.local/${program.name}`,
+      '',
+      'go 1.24',
+      '',
+      `require ${wrapper.module} ${program.version}`,
+      '',
+      ...replaces,
+      '',
+    ].join('\n'),
   );
   writeFileSync(join(dir, 'tools.go'), `//go:build tools\n\npackage tools\n\nimport _ "${wrapper.pkg}"\n`);
   go(['mod', 'tidy'], dir);
@@ -86,16 +105,22 @@ export function ensureProgram(program: Program): string {
   const target = join(binDir(program), program.name);
   if (existsSync(target)) return target;
   const started = Date.now();
-  console.log(`netlease: building ${program.name} ${program.version} from the Go module proxy (once; cached in ${binDir(program)})`);
+  console.log(
+    `netlease: building ${program.name} ${program.version} from the Go module proxy (once; cached in ${binDir(program)})`,
+  );
   const staging = `${binDir(program)}.partial`;
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
   if (program.install) {
     const ldflags = program.ldflags ?? '-s -w';
-    go(['install', '-trimpath', `-ldflags=${ldflags}`, `${program.install}@${program.version}`], cacheRoot(), {
-      GOBIN: staging,
-      GOFLAGS: '',
-    });
+    go(
+      ['install', '-trimpath', `-ldflags=${ldflags}`, `${program.install}@${program.version}`],
+      cacheRoot(),
+      {
+        GOBIN: staging,
+        GOFLAGS: '',
+      },
+    );
   } else {
     buildWrapper(program, join(staging, program.name));
   }
@@ -109,7 +134,8 @@ if (require.main === module) {
   const names = process.argv.slice(2);
   for (const name of names.length ? names : DEFAULT_PROGRAMS) {
     const program = PROGRAMS.find((p) => p.name === name);
-    if (!program) throw new Error(`unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}`);
+    if (!program)
+      throw new Error(`unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}`);
     ensureProgram(program);
   }
 }

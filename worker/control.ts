@@ -12,7 +12,9 @@ function configPath(argv: string[]): string {
 async function main(): Promise<void> {
   const config = loadConfigFile(configPath(process.argv));
   const control = await createControlWorker(config);
-  console.log(`netlease control worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}`);
+  console.log(
+    `netlease control worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}`,
+  );
   await control.run();
   await control.close();
   console.log('netlease control worker: stopped');

@@ -33,7 +33,10 @@ export async function activateOnNode(
     },
   });
   await activateAttachment.executeWithOptions(
-    { startToCloseTimeout: `${policy.attemptTimeoutSeconds} seconds`, summary: `activate ${attachment.ifName} in ${attachment.netns}` },
+    {
+      startToCloseTimeout: `${policy.attemptTimeoutSeconds} seconds`,
+      summary: `activate ${attachment.ifName} in ${attachment.netns}`,
+    },
     [input(start, attachment, addresses)],
   );
 }
@@ -48,7 +51,11 @@ export async function deactivateOnNode(start: LeaseStart, attachment: Attachment
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });
   await deactivateAttachment.executeWithOptions(
-    { startToCloseTimeout: '60 seconds', scheduleToCloseTimeout: '1 hour', summary: `deactivate ${attachment.ifName}` },
+    {
+      startToCloseTimeout: '60 seconds',
+      scheduleToCloseTimeout: '1 hour',
+      summary: `deactivate ${attachment.ifName}`,
+    },
     [input(start, attachment, addresses)],
   );
 }

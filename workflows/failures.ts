@@ -6,7 +6,11 @@ export function toApplicationFailure(err: unknown, fallbackType: string): Applic
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) {
     const cause = err.cause;
-    return ApplicationFailure.create({ message: cause.message, type: cause.type ?? fallbackType, nonRetryable: true });
+    return ApplicationFailure.create({
+      message: cause.message,
+      type: cause.type ?? fallbackType,
+      nonRetryable: true,
+    });
   }
   const message = err instanceof Error ? describe(err) : String(err);
   return ApplicationFailure.create({ message, type: fallbackType, nonRetryable: true });

@@ -92,7 +92,10 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
       if (isCancellation(err)) throw err;
       attachment.status = 'parked';
       state.lastError = describe(err);
-      enter('ActivationFailed', `retries spent; last error: ${state.lastError}; send the "retry" signal to try again`);
+      enter(
+        'ActivationFailed',
+        `retries spent; last error: ${state.lastError}; send the "retry" signal to try again`,
+      );
     }
   };
 
@@ -102,7 +105,9 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
       await condition(() => state.addresses.length > 0 || produceFailure !== undefined || releasing());
       if (produceFailure) throw produceFailure;
       if (releasing()) throw failure(`lease is ${state.phase}`, FailureType.released);
-      const same = state.attachments.find((a) => a.containerId === request.containerId && a.ifName === request.ifName);
+      const same = state.attachments.find(
+        (a) => a.containerId === request.containerId && a.ifName === request.ifName,
+      );
       const attachment = same ?? { ...request, status: 'pending' };
       if (!same) {
         state.attachments.push(attachment);
@@ -146,14 +151,20 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
     release ??= ReleaseSchema.parse(request);
   });
   setHandler(retrySignal, () => {
-    for (const attachment of state.attachments) if (attachment.status === 'parked') attachment.status = 'pending';
+    for (const attachment of state.attachments)
+      if (attachment.status === 'parked') attachment.status = 'pending';
   });
   setHandler(leaseStateQuery, () => state);
 
   // produce: reserve the addresses for this pod.
   setCurrentDetails(`Producing: reserving addresses on node ${start.nodeName}`);
   try {
-    const produced = await produceAddresses({ leaseId, podUid: start.podUid, nodeName: start.nodeName, pool: start.pool });
+    const produced = await produceAddresses({
+      leaseId,
+      podUid: start.podUid,
+      nodeName: start.nodeName,
+      pool: start.pool,
+    });
     state.addresses = produced.addresses;
     policy = produced.activation;
     enter('Produced', 'addresses reserved; waiting for a CNI ADD');

@@ -64,7 +64,11 @@ export const nodeStateQuery = defineQuery<NodeState>('state');
 
 const { acquireBlock } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 ms', maximumInterval: '5 seconds', nonRetryableErrorTypes: [FailureType.exhausted] },
+  retry: {
+    initialInterval: '200 ms',
+    maximumInterval: '5 seconds',
+    nonRetryableErrorTypes: [FailureType.exhausted],
+  },
 });
 
 export async function nodeWorkflow(input: NodeInput): Promise<never> {
@@ -103,7 +107,10 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
         throw toApplicationFailure(err, FailureType.exhausted);
       });
       if (table.blocks.some((b) => b.cidr === cidr)) {
-        throw ApplicationFailure.nonRetryable(`pool ${request.pool.name} handed block ${cidr} twice`, FailureType.conflict);
+        throw ApplicationFailure.nonRetryable(
+          `pool ${request.pool.name} handed block ${cidr} twice`,
+          FailureType.conflict,
+        );
       }
       table.blocks.push({ cidr, family: outcome.family, incarnation: state.incarnation });
     }
@@ -130,4 +137,3 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
   await untilTimeToContinue(input.historyLimit);
   return continueAsNew<typeof nodeWorkflow>({ ...input, state: { ...state, results: memory.carry() } });
 }
-
