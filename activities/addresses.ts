@@ -1,4 +1,5 @@
 // Produce and return a lease's addresses through its node workflow (the node's single writer).
+import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import type { AddressGrant } from '../domain/allocation';
 import type { ActivationPolicy } from '../domain/config';
@@ -20,7 +21,16 @@ export interface Produced {
   activation: ActivationPolicy;
 }
 
-export function addressActivities({ client, config }: ControlDeps) {
+export function addressActivities({ client, config, reader }: ControlDeps) {
+  /** The node's UID by a quorum read; '' without a cluster. A missing node is retried. */
+  const currentIncarnation = async (nodeName: string): Promise<string> => {
+    if (!reader) return '';
+    const uid = await reader.nodeUid(nodeName);
+    if (uid === undefined)
+      throw ApplicationFailure.retryable(`node ${nodeName} does not exist`, 'NodeUnknown');
+    return uid;
+  };
+
   const startNode = (nodeName: string) =>
     new WithStartWorkflowOperation(nodeWorkflow, {
       workflowId: nodeWorkflowId(nodeName),
@@ -33,9 +43,10 @@ export function addressActivities({ client, config }: ControlDeps) {
   return {
     async produceAddresses(input: ProduceInput): Promise<Produced> {
       const pool = poolSpec(config, input.pool);
+      const incarnation = await currentIncarnation(input.nodeName);
       const addresses = await callUpdate(() =>
         client.workflow.executeUpdateWithStart(allocateUpdate, {
-          args: [{ owner: input.leaseId, podUid: input.podUid, pool }],
+          args: [{ owner: input.leaseId, podUid: input.podUid, pool, incarnation }],
           updateId: allocateUpdateId(input.leaseId),
           startWorkflowOperation: startNode(input.nodeName),
         }),

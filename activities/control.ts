@@ -2,9 +2,10 @@
 import { addressActivities } from './addresses';
 import { blockActivities } from './blocks';
 import type { ControlDeps } from './deps';
+import { reconcileActivities } from './k8s/reconcile';
 
 export function createControlActivities(deps: ControlDeps) {
-  return { ...addressActivities(deps), ...blockActivities(deps) };
+  return { ...addressActivities(deps), ...blockActivities(deps), ...reconcileActivities(deps) };
 }
 
 export type ControlActivities = ReturnType<typeof createControlActivities>;

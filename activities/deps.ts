@@ -3,10 +3,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { NetleaseConfig, PoolSpec } from '../domain/config';
 import { FailureType } from '../domain/lease';
+import type { ClusterReader } from './k8s/cluster-reader';
 
 export interface ControlDeps {
   client: Client;
   config: NetleaseConfig;
+  /** Present when the config has a `kubernetes` section. */
+  reader?: ClusterReader;
 }
 
 export function poolSpec(config: NetleaseConfig, name: string): PoolSpec {

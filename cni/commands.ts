@@ -1,10 +1,9 @@
 // CNI verbs: ADD joins (or starts) the lease workflow, DEL deactivates one attachment, CHECK
 // compares the lease with what the runtime holds, VERSION and STATUS report on the plugin.
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { addUpdateId, delUpdateId, leaseWorkflowId } from '../domain/ids';
-import type { LeaseStart } from '../domain/lease';
-import { IfName, LeasePhase, NodeName, PodRef, PodUID } from '../domain/search-attributes';
-import { consumeUpdate, deactivateUpdate, leaseStateQuery, leaseWorkflow } from '../workflows/lease';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { delUpdateId, leaseWorkflowId } from '../domain/ids';
+import { deactivateUpdate, leaseStateQuery } from '../workflows/lease';
+import { consumeLease } from './consume';
 import type { CniEnv } from './env';
 import { CniCode, CniError } from './errors';
 import { leaseStart } from './identity';
@@ -14,34 +13,15 @@ import { withTemporal } from './temporal';
 
 type Output = Record<string, unknown> | undefined;
 
-const podRef = (start: LeaseStart) =>
-  start.podName ? `${start.podNamespace}/${start.podName}` : start.podUid;
-
 function run<T>(conf: NetConf, fn: (client: Client) => Promise<T>): Promise<T> {
   return withTemporal(conf.settings.temporal, conf.settings.timeoutSeconds, fn);
 }
 
 export async function add(env: CniEnv, conf: NetConf): Promise<Output> {
   const start = leaseStart(env, conf);
+  const request = { containerId: env.containerId, netns: env.netns, ifName: env.ifName };
   const grant = await run(conf, (client) =>
-    client.workflow.executeUpdateWithStart(consumeUpdate, {
-      args: [{ containerId: env.containerId, netns: env.netns, ifName: env.ifName }],
-      updateId: addUpdateId(env.containerId, env.ifName),
-      startWorkflowOperation: new WithStartWorkflowOperation(leaseWorkflow, {
-        workflowId: leaseWorkflowId(start.podUid, start.ifName),
-        taskQueue: conf.settings.temporal.taskQueue,
-        args: [start],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        staticSummary: `${podRef(start)} ${start.ifName} on ${start.nodeName}`,
-        typedSearchAttributes: [
-          { key: PodUID, value: start.podUid },
-          { key: PodRef, value: podRef(start) },
-          { key: IfName, value: start.ifName },
-          { key: NodeName, value: start.nodeName },
-          { key: LeasePhase, value: 'Producing' },
-        ],
-      }),
-    }),
+    consumeLease(client, conf.settings.temporal.taskQueue, start, request),
   );
   return convertResult(buildResult(conf.cniVersion, grant.addresses, conf.settings.routes), conf.cniVersion);
 }

@@ -21,6 +21,14 @@ export const AddressText = parsed(parseAddress);
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
+function tryPrefix(text: string): Prefix | undefined {
+  try {
+    return parsePrefix(text);
+  } catch {
+    return undefined;
+  }
+}
+
 export const PoolSpecSchema = z
   .object({
     name: z.string().regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, "-")'),
@@ -38,8 +46,10 @@ export const PoolSpecSchema = z
   })
   .strict()
   .superRefine((pool, ctx) => {
-    const prefixes = pool.cidrs.map((text) => parsePrefix(text));
+    // zod runs this even when a CIDR failed its own check: skip those, they are reported already.
+    const prefixes = pool.cidrs.map(tryPrefix);
     prefixes.forEach((prefix, i) => {
+      if (!prefix) return;
       const block = prefix.family === 4 ? pool.blockSize.ipv4 : pool.blockSize.ipv6;
       if (block < prefix.length) {
         ctx.addIssue({
@@ -49,7 +59,7 @@ export const PoolSpecSchema = z
         });
       }
       prefixes.slice(0, i).forEach((other, j) => {
-        if (overlaps(prefix, other)) {
+        if (other && overlaps(prefix, other)) {
           ctx.addIssue({ code: 'custom', path: ['cidrs', i], message: `overlaps cidrs[${j}]` });
         }
       });
@@ -83,9 +93,23 @@ export const ActivationPolicySchema = z
     maximumAttempts: z.number().int().min(1).default(8),
     /** Schedule-to-close of one activation attempt on the node agent. */
     attemptTimeoutSeconds: z.number().positive().default(60),
+    /** An Active lease whose pod is not Running after this long is shown as Stalled (not released). */
+    stalledAfterSeconds: z.number().positive().default(600),
   })
   .strict();
 export type ActivationPolicy = z.infer<typeof ActivationPolicySchema>;
+
+export const KubernetesSchema = z
+  .object({
+    /** Path to a kubeconfig; omitted: the in-cluster service account. */
+    kubeconfig: z.string().optional(),
+    /** How often the reconciler schedule runs. */
+    reconcileIntervalSeconds: z.number().int().min(1).default(60),
+    /** Watch nodes and pods (hints that trigger verifying reads). */
+    watch: z.boolean().default(true),
+  })
+  .strict();
+export type KubernetesConfig = z.infer<typeof KubernetesSchema>;
 
 export const NetleaseConfigSchema = z
   .object({
@@ -95,6 +119,8 @@ export const NetleaseConfigSchema = z
     activation: ActivationPolicySchema.default(ActivationPolicySchema.parse({})),
     /** A node workflow continues-as-new once its history passes this many events. */
     nodeHistoryLimit: z.number().int().min(100).default(5000),
+    /** Kubernetes as the source of truth; omitted: no cluster (CNI-only operation). */
+    kubernetes: KubernetesSchema.optional(),
   })
   .strict()
   .superRefine((config, ctx) => {

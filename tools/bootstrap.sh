@@ -13,6 +13,7 @@ fi
 stamp=dist/.built
 if [ ! -f "$stamp" ] || [ -n "$(find domain workflows activities worker cni tools test package-lock.json tsconfig.json -newer "$stamp" -type f -print -quit)" ]; then
   say "compiling TypeScript and bundling workflows"
+  rm -rf dist # a clean build: output of a removed or renamed source must not linger
   npx tsc -p tsconfig.json
   node dist/tools/bundle-workflows.js
   touch "$stamp"

@@ -1,5 +1,6 @@
 // Child processes we start: tracked by PID, stopped by PID, waited on with a deadline.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export interface Tracked {
@@ -54,4 +55,25 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * Stops processes a previous run recorded in `pidFile` and left behind (a killed test run or
+ * `npm start`), checking each PID's command line so a reused PID is never touched.
+ */
+export async function stopLeftovers(
+  pidFile: string,
+  pattern = /temporal|etcd|kube-apiserver|control\.js/,
+): Promise<void> {
+  if (!existsSync(pidFile)) return;
+  const recorded = JSON.parse(readFileSync(pidFile, 'utf8')) as { pids?: number[] } | number[];
+  const pids = Array.isArray(recorded) ? recorded : (recorded.pids ?? []);
+  for (const pid of pids) {
+    const cmdline = isAlive(pid) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+    if (pattern.test(cmdline)) {
+      console.log(`netlease: stopping pid ${pid} left by a previous run`);
+      await stopPid(pid);
+    }
+  }
+  rmSync(pidFile, { force: true });
 }

@@ -39,7 +39,7 @@ export const PROGRAMS: Program[] = [
   })),
 ];
 
-export const DEFAULT_PROGRAMS = ['temporal'];
+export const DEFAULT_PROGRAMS = ['temporal', 'etcd', 'kube-apiserver'];
 
 export function cacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');

@@ -1,32 +1,22 @@
 // `npm start`: Temporal dev server (UI, SQLite state that survives restarts) and the control
 // worker, tracked by PID; Ctrl-C stops them in reverse order.
-import { mkdirSync, openSync, readFileSync, existsSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdirSync, openSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { connectKube, isNotFound } from '../activities/k8s/kube';
+import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
-import { startTracked, stopPid, isAlive, type Tracked } from './processes';
+import { startLocalKube } from './kube-apiserver';
+import { startTracked, stopLeftovers, stopPid, type Tracked } from './processes';
 import { startDevServer } from './temporal-server';
 
 const root = join(__dirname, '..', '..');
 const stateDir = join(root, '.netlease');
 const pidFile = join(stateDir, 'pids.json');
 
-/** Stops what a previous `npm start` left running (checked by PID and command line). */
-async function stopLeftovers(): Promise<void> {
-  if (!existsSync(pidFile)) return;
-  const pids = JSON.parse(readFileSync(pidFile, 'utf8')) as number[];
-  for (const pid of pids) {
-    const cmdline = isAlive(pid) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
-    if (/temporal|netlease|control\.js/.test(cmdline)) {
-      console.log(`netlease: stopping pid ${pid} left by a previous run`);
-      await stopPid(pid);
-    }
-  }
-  rmSync(pidFile, { force: true });
-}
-
 async function main(): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
-  await stopLeftovers();
+  await stopLeftovers(pidFile);
   const configPath = process.env.NETLEASE_CONFIG ?? join(root, 'deploy', 'dev', 'netlease.yaml');
   const config = loadConfigFile(configPath);
   const [host, port] = config.temporal.address.split(':');
@@ -48,11 +38,15 @@ async function main(): Promise<void> {
   const save = () => writeFileSync(pidFile, JSON.stringify(children.map((c) => c.pid)));
   save();
 
+  const effective = await withKubernetes(config, log, children, save);
+  const effectivePath = join(stateDir, 'netlease.effective.json');
+  writeFileSync(effectivePath, JSON.stringify(effective, null, 2));
+
   console.log('netlease: starting the control worker');
   const control = startTracked(process.execPath, [
     join(root, 'dist', 'worker', 'control.js'),
     '--config',
-    configPath,
+    effectivePath,
   ]);
   children.push(control);
   save();
@@ -81,7 +75,46 @@ Try the CNI shim by hand (another terminal, in this directory):
     ./bin/netlease < deploy/dev/netconf.json
 
 Then open the UI and filter:  LeasePhase = "Active"
+Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostname()} registered)
+  node dist/tools/demo-pod.js create demo    # a pod on this node; prints the ADD to run
+  node dist/tools/demo-pod.js running demo   # the lease goes Running
+  node dist/tools/demo-pod.js delete demo    # the lease is released
 Ctrl-C stops everything.`);
+}
+
+/**
+ * Without a kubeconfig (config or KUBECONFIG), a local etcd + kube-apiserver in .netlease/kube,
+ * with this machine registered as a Node.
+ */
+async function withKubernetes(config: NetleaseConfig, log: number, children: Tracked[], save: () => void) {
+  const given = config.kubernetes?.kubeconfig ?? process.env.KUBECONFIG;
+  if (given)
+    return {
+      ...config,
+      kubernetes: { reconcileIntervalSeconds: 60, watch: true, ...config.kubernetes, kubeconfig: given },
+    };
+  console.log(
+    'netlease: no kubeconfig given; starting a local etcd + kube-apiserver (state in .netlease/kube)',
+  );
+  const kube = await startLocalKube({ dir: join(stateDir, 'kube'), logFd: log });
+  children.push(...kube.processes);
+  save();
+  const { core } = await connectKube(kube.kubeconfig);
+  try {
+    await core.readNode({ name: hostname() });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await core.createNode({ body: { metadata: { name: hostname() } } });
+  }
+  return {
+    ...config,
+    kubernetes: {
+      reconcileIntervalSeconds: 60,
+      watch: true,
+      ...config.kubernetes,
+      kubeconfig: kube.kubeconfig,
+    },
+  };
 }
 
 main().catch((err: unknown) => {

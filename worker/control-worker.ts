@@ -1,12 +1,22 @@
-// The control worker: lease, node and pool workflows plus the cluster-side activities.
+// The control worker: lease, node, pool and reconcile workflows plus the cluster-side activities;
+// with a `kubernetes` section also the node and pod watchers and the reconciler schedule.
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createControlActivities } from '../activities/control';
+import { ClusterReader } from '../activities/k8s/cluster-reader';
+import { connectKube } from '../activities/k8s/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { prebuiltBundle } from './bundle';
+import { ensureReconcileSchedule } from './reconcile-schedule';
+import { NodeEvents } from './watchers/node-events';
+import { PodEvents } from './watchers/pod-events';
+import { watchForever, type WatchLoop } from './watchers/watch-loop';
 
 export interface ControlWorker {
   worker: Worker;
+  client: Client;
+  reader?: ClusterReader;
+  /** Runs the worker; watchers and the schedule start with it. */
   run(): Promise<void>;
   close(): Promise<void>;
 }
@@ -16,19 +26,39 @@ export async function createControlWorker(config: NetleaseConfig): Promise<Contr
   const nativeConnection = await NativeConnection.connect({ address });
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace });
+  const kube = config.kubernetes ? await connectKube(config.kubernetes.kubeconfig) : undefined;
+  const reader = kube ? new ClusterReader(kube.core) : undefined;
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
     taskQueue,
     workflowBundle: prebuiltBundle(),
-    activities: createControlActivities({ client, config }),
+    activities: createControlActivities({ client, config, reader }),
     // Temporal's own handling of SIGINT/SIGTERM: stop polling, finish in-flight tasks, then resolve run().
     shutdownGraceTime: '10 seconds',
   });
+  const watches: WatchLoop[] = [];
+  const report = (err: unknown) =>
+    console.warn(`netlease watch: ${err instanceof Error ? err.message : String(err)}`);
   return {
     worker,
-    run: () => worker.run(),
+    client,
+    reader,
+    async run() {
+      const running = worker.run();
+      if (kube && reader && config.kubernetes) {
+        if (config.kubernetes.watch) {
+          const pods = new PodEvents(reader, client, taskQueue);
+          const nodes = new NodeEvents(reader, client);
+          watches.push(watchForever(kube, '/api/v1/nodes', (t, o) => nodes.handle(t, o), report));
+          watches.push(watchForever(kube, '/api/v1/pods', (t, o) => pods.handle(t, o), report));
+        }
+        await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
+      }
+      await running;
+    },
     async close() {
+      for (const watch of watches) watch.stop();
       await connection.close();
       await nativeConnection.close();
     },

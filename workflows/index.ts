@@ -2,3 +2,4 @@
 export { leaseWorkflow } from './lease';
 export { nodeWorkflow } from './node';
 export { poolWorkflow } from './pool';
+export { reconcileWorkflow } from './reconcile';

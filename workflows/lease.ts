@@ -4,9 +4,6 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   isCancellation,
   proxyActivities,
   setCurrentDetails,
@@ -22,8 +19,6 @@ import {
   FailureType,
   ReleaseSchema,
   type Attachment,
-  type ConsumeRequest,
-  type DeactivateRequest,
   type LeaseGrant,
   type LeasePhase as Phase,
   type LeaseStart,
@@ -33,15 +28,17 @@ import {
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
 import { activateOnNode, deactivateOnNode } from './dataplane';
 import { validated } from './validated';
-import { describe, toApplicationFailure } from './failures';
+import {
+  consumeUpdate,
+  deactivateUpdate,
+  leaseStateQuery,
+  podRunningSignal,
+  releaseSignal,
+  retrySignal,
+} from './lease-messages';
 
-export const consumeUpdate = defineUpdate<LeaseGrant, [ConsumeRequest]>('consume');
-export const deactivateUpdate = defineUpdate<boolean, [DeactivateRequest]>('deactivate');
-export const podRunningSignal = defineSignal<[]>('podRunning');
-export const releaseSignal = defineSignal<[ReleaseRequest]>('release');
-/** Sent by hand (UI Signal form or CLI) to run a parked activation again. */
-export const retrySignal = defineSignal<[]>('retry');
-export const leaseStateQuery = defineQuery<LeaseState>('state');
+export { consumeUpdate, deactivateUpdate, leaseStateQuery, podRunningSignal, releaseSignal, retrySignal };
+import { describe, toApplicationFailure } from './failures';
 
 const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
@@ -76,6 +73,14 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
   });
   const releasing = () => release !== undefined;
 
+  /** Active for too long without the pod Running: visible as Stalled, never released for it. */
+  const watchForStall = async () => {
+    const seconds = policy?.stalledAfterSeconds ?? 600;
+    const settled = await condition(() => podRunning || state.phase !== 'Active', `${seconds} seconds`);
+    if (!settled && state.phase === 'Active')
+      enter('Stalled', `active for ${seconds} s but the pod is not Running`);
+  };
+
   const nextToActivate = () => state.attachments.find((a) => a.status === 'pending');
 
   /** One activation run (the activity retries inside the policy's budget); parks when spent. */
@@ -87,7 +92,10 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
       attachment.status = 'active';
       state.lastError = undefined;
       if (podRunning) enter('Running', 'pod is Running');
-      else enter('Active', 'interface ready; waiting for the pod to be Running');
+      else {
+        enter('Active', 'interface ready; waiting for the pod to be Running');
+        void watchForStall();
+      }
     } catch (err) {
       if (isCancellation(err)) throw err;
       attachment.status = 'parked';

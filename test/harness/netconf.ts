@@ -14,7 +14,7 @@ export function netconf(options: NetconfOptions): Record<string, unknown> {
     cniVersion: options.cniVersion ?? '1.1.0',
     name: 'netlease-test',
     type: 'netlease',
-    pool: options.pool ?? 'default',
+    pool: options.pool ?? options.taskQueue, // each test file has its own pool (see testConfig)
     nodeName: options.nodeName,
     temporal: { address: temporalAddress(), taskQueue: options.taskQueue },
     timeoutSeconds: 60,

@@ -28,14 +28,18 @@ export async function connectTest(prefix: string): Promise<TestTemporal> {
   };
 }
 
-/** A config for tests: one dual-stack pool unless the test says otherwise. */
+/**
+ * A config for tests: one dual-stack pool unless the test says otherwise. The pool is named after
+ * the task queue: `pool/<name>` is one workflow per name, so a shared name would tie every test
+ * file to the worker of whichever file started it first.
+ */
 export function testConfig(
   taskQueue: string,
   overrides: Partial<Record<keyof NetleaseConfig, unknown>> = {},
 ) {
   return NetleaseConfigSchema.parse({
     temporal: { address: temporalAddress(), taskQueue },
-    pools: [{ name: 'default', cidrs: ['198.18.0.0/16', 'fd00:18::/64'] }],
+    pools: [{ name: taskQueue, cidrs: ['198.18.0.0/16', 'fd00:18::/64'] }],
     ...overrides,
   });
 }

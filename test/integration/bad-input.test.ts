@@ -52,7 +52,7 @@ async function expectNothingLeft(uid: string): Promise<void> {
     .getHandle(nodeWorkflowId(node))
     .query(nodeStateQuery)
     .catch((err: unknown) => (err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err)));
-  const owners = Object.values(nodeState?.tables.default?.allocations ?? {}).map((a) => a.owner);
+  const owners = Object.values(nodeState?.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.owner);
   expect(owners).not.toContain(leaseWorkflowId(uid, 'eth0'));
 }
 

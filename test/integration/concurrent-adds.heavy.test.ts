@@ -26,7 +26,7 @@ beforeAll(async () => {
     testConfig(temporal.taskQueue, {
       pools: [
         {
-          name: 'default',
+          name: temporal.taskQueue,
           cidrs: ['198.18.0.0/22', 'fd00:18::/112'],
           blockSize: { ipv4: 27, ipv6: 123 },
           exclude: EXCLUDED,
@@ -78,10 +78,12 @@ test('200 concurrent ADDs on 5 nodes: unique addresses inside each node block, n
 
   for (const node of nodes) {
     const state = await temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery);
-    const blocks = (state.tables.default?.blocks ?? []).map((b) => parsePrefix(b.cidr));
+    const blocks = (state.tables[temporal.taskQueue]?.blocks ?? []).map((b) => parsePrefix(b.cidr));
     // Allocations are serialized per node: no block was taken that holds nothing.
-    const used = new Set(Object.values(state.tables.default?.allocations ?? {}).map((a) => a.block));
-    expect((state.tables.default?.blocks ?? []).filter((b) => !used.has(b.cidr))).toEqual([]);
+    const used = new Set(
+      Object.values(state.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.block),
+    );
+    expect((state.tables[temporal.taskQueue]?.blocks ?? []).filter((b) => !used.has(b.cidr))).toEqual([]);
     const mine = results.filter((_, i) => calls[i]?.node === node);
     expect(mine).toHaveLength(40);
     for (const result of mine) {

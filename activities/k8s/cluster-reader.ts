@@ -1,0 +1,69 @@
+// Every read that can release, hand out or destroy state goes through here (seeds 001, 002):
+//   - quorum reads only: no resourceVersion is ever sent, so etcd answers, not a watch cache;
+//   - lists are paginated with limit/continue;
+//   - identity is the UID, never the name or an IP in status;
+//   - an object older than one already seen (lower resourceVersion, same UID) is ignored.
+import { NewestSeen, NodeSchema, PodSchema, podFact, type KubeNode, type PodFact } from '../../domain/k8s';
+import { isNotFound, type CoreApi } from './kube';
+
+const PAGE = 500;
+
+export type PodLiveness = { state: 'alive'; pod: PodFact } | { state: 'gone'; reason: string };
+
+export class ClusterReader {
+  constructor(
+    private readonly core: CoreApi,
+    readonly newest = new NewestSeen(),
+  ) {}
+
+  /** Whether the pod with this UID exists now, by a quorum GET of its name. */
+  async podLiveness(namespace: string, name: string, uid: string): Promise<PodLiveness> {
+    try {
+      const pod = podFact(PodSchema.parse(await this.core.readNamespacedPod({ name, namespace })));
+      this.newest.admit(pod.uid, pod.resourceVersion);
+      if (pod.uid !== uid)
+        return { state: 'gone', reason: `pod ${namespace}/${name} now has uid ${pod.uid}` };
+      return { state: 'alive', pod };
+    } catch (err) {
+      if (isNotFound(err)) return { state: 'gone', reason: `pod ${namespace}/${name} not found` };
+      throw err;
+    }
+  }
+
+  /** The node's current UID, or undefined when no node of that name exists. */
+  async nodeUid(name: string): Promise<string | undefined> {
+    try {
+      const node = NodeSchema.parse(await this.core.readNode({ name }));
+      this.newest.admit(node.metadata.uid, node.metadata.resourceVersion);
+      return node.metadata.uid;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** All pods, page by page (quorum); `onPage` lets a long list heartbeat. */
+  async listPods(onPage: (count: number) => void = () => undefined): Promise<PodFact[]> {
+    const pods: PodFact[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.core.listPodForAllNamespaces({ limit: PAGE, _continue: token });
+      for (const item of page.items) pods.push(podFact(PodSchema.parse(item)));
+      token = page.metadata?._continue || undefined;
+      onPage(pods.length);
+    } while (token);
+    return pods;
+  }
+
+  async listNodes(onPage: (count: number) => void = () => undefined): Promise<KubeNode[]> {
+    const nodes: KubeNode[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.core.listNode({ limit: PAGE, _continue: token });
+      for (const item of page.items) nodes.push(NodeSchema.parse(item));
+      token = page.metadata?._continue || undefined;
+      onPage(nodes.length);
+    } while (token);
+    return nodes;
+  }
+}

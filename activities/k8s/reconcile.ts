@@ -1,0 +1,78 @@
+// The reconciler's work, all inside one activity so large lists never enter workflow history:
+// known set first, then quorum lists, then signals for what was missed (seeds 001 and 004).
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { isTerminal } from '../../domain/k8s';
+import type { ControlDeps } from '../deps';
+import { knownLeases, knownNodes } from './known-set';
+import { signalNodeDeleted, signalNodeObserved, signalPodRunning, signalRelease } from './lease-signals';
+
+export interface ReconcileSummary {
+  leases: number;
+  pods: number;
+  nodes: number;
+  released: number;
+  confirmedRunning: number;
+  nodesDeleted: number;
+  nodesReplaced: number;
+}
+
+/** Leases made by hand without K8S_POD_UID (cnitool) have no pod to compare with. */
+const hasPod = (podUid: string) => podUid !== '' && !podUid.startsWith('ctr-');
+
+export function reconcileActivities({ client, config, reader }: ControlDeps) {
+  return {
+    async reconcileCluster(): Promise<ReconcileSummary> {
+      if (!reader)
+        throw ApplicationFailure.nonRetryable('no kubernetes section in the config', 'InvalidConfig');
+      const beat = (what: string) => (count: number) => Context.current().heartbeat({ what, count });
+      const taskQueue = config.temporal.taskQueue;
+      // Order matters: a lease known before the pod list was taken belongs to a pod created
+      // before it, so a UID absent from the list is a pod that is really gone.
+      const leases = await knownLeases(client, taskQueue);
+      const nodes = await knownNodes(client, taskQueue);
+      const pods = new Map((await reader.listPods(beat('pods'))).map((p) => [p.uid, p]));
+      const liveNodes = new Map(
+        (await reader.listNodes(beat('nodes'))).map((n) => [n.metadata.name, n.metadata.uid]),
+      );
+      const summary: ReconcileSummary = {
+        leases: leases.length,
+        pods: pods.size,
+        nodes: liveNodes.size,
+        released: 0,
+        confirmedRunning: 0,
+        nodesDeleted: 0,
+        nodesReplaced: 0,
+      };
+      for (const lease of leases.filter((l) => hasPod(l.podUid))) {
+        const pod = pods.get(lease.podUid);
+        // Never released while a pod with this UID exists, whatever its phase (seed 001).
+        if (!pod) {
+          if (
+            await signalRelease(
+              client,
+              lease.workflowId,
+              `reconciler: pod ${lease.podRef} (uid ${lease.podUid}) no longer exists`,
+            )
+          )
+            summary.released++;
+        } else if (pod.phase === 'Running' && (lease.phase === 'Active' || lease.phase === 'Stalled')) {
+          if (await signalPodRunning(client, lease.workflowId)) summary.confirmedRunning++;
+        } else if (isTerminal(pod.phase)) {
+          // Terminal pods are released by the watcher after its own verifying read; not here.
+        }
+        Context.current().heartbeat({ what: 'leases' });
+      }
+      for (const node of nodes) {
+        const live = liveNodes.get(node.name);
+        // Never resurrects a node: only signals workflows that exist, never starts one.
+        if (live === undefined && node.uid) {
+          if (await signalNodeDeleted(client, node.name, node.uid)) summary.nodesDeleted++;
+        } else if (live !== undefined && live !== node.uid) {
+          if (await signalNodeObserved(client, node.name, live)) summary.nodesReplaced++;
+        }
+      }
+      return summary;
+    },
+  };
+}

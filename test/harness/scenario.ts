@@ -1,0 +1,122 @@
+// A scenario: real Temporal + real kube-apiserver, a control worker with the Kubernetes section,
+// and helpers to put pods through ADD and read their leases.
+import { randomUUID } from 'node:crypto';
+import { consumeLease } from '../../cni/consume';
+import type { AddressGrant } from '../../domain/allocation';
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
+import type { LeaseState } from '../../domain/lease';
+import { leaseStateQuery } from '../../workflows/lease';
+import { nodeStateQuery } from '../../workflows/node';
+import { reconcileWorkflow } from '../../workflows/reconcile';
+import type { ReconcileSummary } from '../../activities/k8s/reconcile';
+import { kubeconfigPath, testCluster, type TestCluster } from './kube';
+import { connectTest, runControlWorker, testConfig, type RunningWorker, type TestTemporal } from './temporal';
+import { waitForValue } from './wait';
+
+export interface ScenarioOptions {
+  watch?: boolean;
+  reconcileIntervalSeconds?: number;
+  reuseCooldownSeconds?: number;
+}
+
+export class Scenario {
+  worker?: RunningWorker;
+
+  constructor(
+    readonly temporal: TestTemporal,
+    readonly cluster: TestCluster,
+    private readonly options: ScenarioOptions,
+  ) {}
+
+  static async create(prefix: string, options: ScenarioOptions = {}): Promise<Scenario> {
+    const scenario = new Scenario(await connectTest(prefix), await testCluster(prefix), options);
+    await scenario.startWorker();
+    return scenario;
+  }
+
+  get config() {
+    return testConfig(this.temporal.taskQueue, {
+      reuseCooldownSeconds: this.options.reuseCooldownSeconds ?? 1,
+      kubernetes: {
+        kubeconfig: kubeconfigPath(),
+        watch: this.options.watch ?? true,
+        reconcileIntervalSeconds: this.options.reconcileIntervalSeconds ?? 3600,
+      },
+    });
+  }
+
+  async startWorker(): Promise<void> {
+    this.worker = await runControlWorker(this.config);
+  }
+
+  async stopWorker(): Promise<void> {
+    await this.worker?.stop();
+    this.worker = undefined;
+  }
+
+  /** The ADD the shim makes, for a pod that exists in the cluster. */
+  async add(
+    podName: string,
+    podUid: string,
+    nodeName: string,
+    containerId = `ctr-${randomUUID()}`,
+  ): Promise<AddressGrant[]> {
+    const grant = await consumeLease(
+      this.temporal.client,
+      this.temporal.taskQueue,
+      {
+        podUid,
+        podNamespace: this.cluster.namespace,
+        podName,
+        ifName: 'eth0',
+        nodeName,
+        pool: this.temporal.taskQueue,
+        mode: 'ipam',
+      },
+      { containerId, netns: `/var/run/netns/${containerId}`, ifName: 'eth0' },
+    );
+    return grant.addresses;
+  }
+
+  lease(podUid: string) {
+    return this.temporal.client.workflow.getHandle(leaseWorkflowId(podUid, 'eth0'));
+  }
+
+  async leaseState(podUid: string): Promise<LeaseState> {
+    const handle = this.lease(podUid);
+    const description = await handle.describe();
+    return description.status.name === 'RUNNING' ? handle.query(leaseStateQuery) : handle.result();
+  }
+
+  async waitForPhase(podUid: string, phase: string, timeoutMs = 60000): Promise<LeaseState> {
+    return waitForValue(
+      () => this.leaseState(podUid),
+      (s) => s.phase === phase,
+      timeoutMs,
+      200,
+    );
+  }
+
+  /** The allocation table of this scenario's pool on a node. */
+  async table(nodeName: string) {
+    return (await this.nodeState(nodeName)).tables[this.temporal.taskQueue];
+  }
+
+  nodeState(nodeName: string) {
+    return this.temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery);
+  }
+
+  /** One reconciler run, the same workflow the schedule starts. */
+  reconcile(): Promise<ReconcileSummary> {
+    return this.temporal.client.workflow.execute(reconcileWorkflow, {
+      taskQueue: this.temporal.taskQueue,
+      workflowId: `reconcile-now/${randomUUID()}`,
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.stopWorker();
+    await this.cluster.close();
+    await this.temporal.close();
+  }
+}

@@ -1,0 +1,47 @@
+// Stand-in for kubectl against `npm start`'s local cluster (which has no kubelet):
+//   node dist/tools/demo-pod.js create <name>    create a pod bound to this machine, print the ADD
+//   node dist/tools/demo-pod.js running <name>   set its status.phase to Running
+//   node dist/tools/demo-pod.js delete <name>    delete it (grace period 0)
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { connectKube } from '../activities/k8s/kube';
+
+const kubeconfig = process.env.KUBECONFIG ?? join(__dirname, '..', '..', '.netlease', 'kube', 'kubeconfig');
+const namespace = 'default';
+
+async function main(): Promise<void> {
+  const [verb, name] = process.argv.slice(2);
+  if (!verb || !name) throw new Error('usage: demo-pod create|running|delete <name>');
+  const { core } = await connectKube(kubeconfig);
+  if (verb === 'create') {
+    const pod = await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name },
+        spec: { nodeName: hostname(), containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
+      },
+    });
+    const uid = pod.metadata?.uid ?? '';
+    console.log(`pod ${namespace}/${name} uid ${uid} on node ${hostname()}. Call the shim:\n`);
+    console.log(
+      `  CNI_COMMAND=ADD CNI_CONTAINERID=${name}-1 CNI_NETNS=/var/run/netns/${name} CNI_IFNAME=eth0 \\`,
+    );
+    console.log(`  CNI_ARGS='K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_UID=${uid}' \\`);
+    console.log('    ./bin/netlease < deploy/dev/netconf.json');
+  } else if (verb === 'running') {
+    const pod = await core.readNamespacedPodStatus({ name, namespace });
+    pod.status = { ...pod.status, phase: 'Running' };
+    await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+    console.log(`pod ${namespace}/${name} is Running`);
+  } else if (verb === 'delete') {
+    await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+    console.log(`pod ${namespace}/${name} deleted`);
+  } else {
+    throw new Error(`unknown verb ${verb}`);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`demo-pod: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

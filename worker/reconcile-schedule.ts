@@ -1,0 +1,36 @@
+// The reconciler's Temporal Schedule (one per control-plane task queue), kept at the configured
+// interval, and triggered once when the control worker starts.
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { NetleaseConfig } from '../domain/config';
+
+export const reconcileScheduleId = (taskQueue: string): string => `reconcile/${taskQueue}`;
+
+export async function ensureReconcileSchedule(
+  client: Client,
+  config: NetleaseConfig,
+  intervalSeconds: number,
+) {
+  const taskQueue = config.temporal.taskQueue;
+  const scheduleId = reconcileScheduleId(taskQueue);
+  const options = {
+    scheduleId,
+    spec: { intervals: [{ every: `${intervalSeconds}s` }] },
+    action: {
+      type: 'startWorkflow' as const,
+      workflowType: 'reconcileWorkflow',
+      taskQueue,
+      workflowId: scheduleId,
+      args: [],
+    },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
+  };
+  try {
+    await client.schedule.create(options);
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec: options.spec }));
+  }
+  const handle = client.schedule.getHandle(scheduleId);
+  await handle.trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+  return handle;
+}
