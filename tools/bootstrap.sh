@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 say() { printf 'netlease: %s\n' "$*"; }
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing npm dependencies (npm ci)"
-  npm ci --no-audit --no-fund
+  say "installing npm dependencies (npm install; see .ci/run for why not npm ci)"
+  npm install --no-audit --no-fund
 fi
 
 stamp=dist/.built
