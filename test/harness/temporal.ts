@@ -70,3 +70,26 @@ export async function runControlWorker(config: NetleaseConfig): Promise<RunningW
     },
   };
 }
+
+/** One control worker per test file on its own task queue; `ctx.temporal` is set before tests run. */
+export function withControlWorker(
+  prefix: string,
+  overrides: (taskQueue: string) => Partial<Record<keyof NetleaseConfig, unknown>> = () => ({}),
+): { readonly temporal: TestTemporal } {
+  let temporal: TestTemporal | undefined;
+  let worker: RunningWorker | undefined;
+  beforeAll(async () => {
+    temporal = await connectTest(prefix);
+    worker = await runControlWorker(testConfig(temporal.taskQueue, overrides(temporal.taskQueue)));
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await temporal?.close();
+  });
+  return {
+    get temporal() {
+      if (!temporal) throw new Error('withControlWorker: used before beforeAll ran');
+      return temporal;
+    },
+  };
+}

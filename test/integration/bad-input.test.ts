@@ -5,29 +5,11 @@ import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { nodeStateQuery } from '../../workflows/node';
 import { netconf } from '../harness/netconf';
 import { runShim, type ShimCall } from '../harness/shim';
-import {
-  connectTest,
-  runControlWorker,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, withControlWorker } from '../harness/temporal';
 import { freePort } from '../../tools/processes';
 
-let temporal: TestTemporal;
-let worker: RunningWorker;
 const node = uniqueName('node');
-
-beforeAll(async () => {
-  temporal = await connectTest('bad-input');
-  worker = await runControlWorker(testConfig(temporal.taskQueue));
-});
-
-afterAll(async () => {
-  await worker?.stop();
-  await temporal?.close();
-});
+const ctx = withControlWorker('bad-input');
 
 function addCall(uid: string, overrides: Partial<ShimCall> = {}): ShimCall {
   return {
@@ -36,23 +18,25 @@ function addCall(uid: string, overrides: Partial<ShimCall> = {}): ShimCall {
     netns: `/var/run/netns/${uid}`,
     ifName: 'eth0',
     args: { K8S_POD_NAMESPACE: 'bad', K8S_POD_NAME: 'p', K8S_POD_UID: uid },
-    stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node }),
+    stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }),
     ...overrides,
   };
 }
 
 async function expectNothingLeft(uid: string): Promise<void> {
-  const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+  const handle = ctx.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
   const status = await handle.describe().then(
     (d) => d.status.name,
     (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
   );
   expect(['absent', 'FAILED']).toContain(status);
-  const nodeState = await temporal.client.workflow
+  const nodeState = await ctx.temporal.client.workflow
     .getHandle(nodeWorkflowId(node))
     .query(nodeStateQuery)
     .catch((err: unknown) => (err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err)));
-  const owners = Object.values(nodeState?.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.owner);
+  const owners = Object.values(nodeState?.tables[ctx.temporal.taskQueue]?.allocations ?? {}).map(
+    (a) => a.owner,
+  );
   expect(owners).not.toContain(leaseWorkflowId(uid, 'eth0'));
 }
 
@@ -64,7 +48,7 @@ const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]>
   ['malformed CNI_ARGS', () => ({ env: { CNI_ARGS: 'K8S_POD_UID' } }), 4, /CNI_ARGS/],
   [
     'unknown cniVersion',
-    () => ({ stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node, cniVersion: '2.0.0' }) }),
+    () => ({ stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node, cniVersion: '2.0.0' }) }),
     1,
     /incompatible CNI version "2\.0\.0"/,
   ],
@@ -72,7 +56,7 @@ const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]>
     'invalid route CIDR',
     () => ({
       stdin: netconf({
-        taskQueue: temporal.taskQueue,
+        taskQueue: ctx.temporal.taskQueue,
         nodeName: node,
         extra: { routes: [{ dst: '10.0.0.0/40' }] },
       }),
@@ -82,13 +66,13 @@ const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]>
   ],
   [
     'missing network name',
-    () => ({ stdin: { ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }), name: '' } }),
+    () => ({ stdin: { ...netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }), name: '' } }),
     7,
     /name: /,
   ],
   [
     'unknown pool',
-    () => ({ stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node, pool: 'nope' }) }),
+    () => ({ stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node, pool: 'nope' }) }),
     7,
     /unknown pool "nope"/,
   ],
@@ -106,7 +90,7 @@ test('Temporal unreachable: try again later (11)', async () => {
   const uid = randomUUID();
   const dead = `127.0.0.1:${await freePort()}`;
   const stdin = {
-    ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }),
+    ...netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }),
     temporal: { address: dead },
     timeoutSeconds: 2,
   };

@@ -7,39 +7,19 @@ import { CniResultSchema } from '../harness/cni-result';
 import { netconf } from '../harness/netconf';
 import { replayTaskQueue } from '../harness/replay';
 import { inBatches, runShim } from '../harness/shim';
-import {
-  connectTest,
-  runControlWorker,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, withControlWorker } from '../harness/temporal';
 
-let temporal: TestTemporal;
-let worker: RunningWorker;
 const EXCLUDED = ['198.18.0.0/29', '198.18.0.40', 'fd00:18::10/124'];
-
-beforeAll(async () => {
-  temporal = await connectTest('concurrent');
-  worker = await runControlWorker(
-    testConfig(temporal.taskQueue, {
-      pools: [
-        {
-          name: temporal.taskQueue,
-          cidrs: ['198.18.0.0/22', 'fd00:18::/112'],
-          blockSize: { ipv4: 27, ipv6: 123 },
-          exclude: EXCLUDED,
-        },
-      ],
-    }),
-  );
-});
-
-afterAll(async () => {
-  await worker?.stop();
-  await temporal?.close();
-});
+const ctx = withControlWorker('concurrent', (taskQueue) => ({
+  pools: [
+    {
+      name: taskQueue,
+      cidrs: ['198.18.0.0/22', 'fd00:18::/112'],
+      blockSize: { ipv4: 27, ipv6: 123 },
+      exclude: EXCLUDED,
+    },
+  ],
+}));
 
 test('200 concurrent ADDs on 5 nodes: unique addresses inside each node block, none excluded', async () => {
   const nodes = Array.from({ length: 5 }, () => uniqueName('node'));
@@ -55,7 +35,7 @@ test('200 concurrent ADDs on 5 nodes: unique addresses inside each node block, n
           netns: `/var/run/netns/${c.uid}`,
           ifName: 'eth0',
           args: { K8S_POD_NAMESPACE: 'load', K8S_POD_NAME: `p-${c.uid.slice(0, 8)}`, K8S_POD_UID: c.uid },
-          stdin: { ...netconf({ taskQueue: temporal.taskQueue, nodeName: c.node }), timeoutSeconds: 300 },
+          stdin: { ...netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: c.node }), timeoutSeconds: 300 },
         }),
     ),
     25,
@@ -77,13 +57,13 @@ test('200 concurrent ADDs on 5 nodes: unique addresses inside each node block, n
   }
 
   for (const node of nodes) {
-    const state = await temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery);
-    const blocks = (state.tables[temporal.taskQueue]?.blocks ?? []).map((b) => parsePrefix(b.cidr));
+    const state = await ctx.temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery);
+    const blocks = (state.tables[ctx.temporal.taskQueue]?.blocks ?? []).map((b) => parsePrefix(b.cidr));
     // Allocations are serialized per node: no block was taken that holds nothing.
     const used = new Set(
-      Object.values(state.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.block),
+      Object.values(state.tables[ctx.temporal.taskQueue]?.allocations ?? {}).map((a) => a.block),
     );
-    expect((state.tables[temporal.taskQueue]?.blocks ?? []).filter((b) => !used.has(b.cidr))).toEqual([]);
+    expect((state.tables[ctx.temporal.taskQueue]?.blocks ?? []).filter((b) => !used.has(b.cidr))).toEqual([]);
     const mine = results.filter((_, i) => calls[i]?.node === node);
     expect(mine).toHaveLength(40);
     for (const result of mine) {
@@ -97,7 +77,7 @@ test('200 concurrent ADDs on 5 nodes: unique addresses inside each node block, n
 }, 600_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  const { replayed, errors } = await replayTaskQueue(temporal.client, temporal.taskQueue);
+  const { replayed, errors } = await replayTaskQueue(ctx.temporal.client, ctx.temporal.taskQueue);
   expect(errors).toEqual([]);
   expect(replayed).toBeGreaterThan(200);
 });

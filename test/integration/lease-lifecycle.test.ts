@@ -5,29 +5,11 @@ import { leaseStateQuery, podRunningSignal, releaseSignal } from '../../workflow
 import { netconf } from '../harness/netconf';
 import { replayTaskQueue } from '../harness/replay';
 import { runShim, type ShimCall } from '../harness/shim';
-import {
-  connectTest,
-  runControlWorker,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
-let temporal: TestTemporal;
-let worker: RunningWorker;
 const node = uniqueName('node');
-
-beforeAll(async () => {
-  temporal = await connectTest('lifecycle');
-  worker = await runControlWorker(testConfig(temporal.taskQueue, { reuseCooldownSeconds: 3 }));
-});
-
-afterAll(async () => {
-  await worker?.stop();
-  await temporal?.close();
-});
+const ctx = withControlWorker('lifecycle', () => ({ reuseCooldownSeconds: 3 }));
 
 const pod = () => ({ uid: randomUUID(), name: uniqueName('pod') });
 const call = (command: string, p: { uid: string; name: string }, containerId: string): ShimCall => ({
@@ -36,7 +18,7 @@ const call = (command: string, p: { uid: string; name: string }, containerId: st
   netns: `/var/run/netns/${containerId}`,
   ifName: 'eth0',
   args: { IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'default', K8S_POD_NAME: p.name, K8S_POD_UID: p.uid },
-  stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node }),
+  stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }),
 });
 
 test('ADD returns both families; a retried ADD returns the same result', async () => {
@@ -66,7 +48,7 @@ test('DEL twice succeeds; a recreated sandbox of the same pod gets the same addr
     const del = await runShim(call('DEL', p, 'old' + p.uid));
     expect({ code: del.exitCode, out: del.stdout }).toEqual({ code: 0, out: '' });
   }
-  const handle = temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
+  const handle = ctx.temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
   expect((await handle.query(leaseStateQuery)).phase).toBe('Produced');
   const recreated = await runShim(call('ADD', p, 'new' + p.uid));
   expect(recreated.exitCode).toBe(0);
@@ -79,9 +61,9 @@ test('DEL of an attachment nobody knows succeeds and creates nothing', async () 
   const p = pod();
   const del = await runShim(call('DEL', p, 'ghost' + p.uid));
   expect(del.exitCode).toBe(0);
-  await expect(temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0')).describe()).rejects.toThrow(
-    /not found/i,
-  );
+  await expect(
+    ctx.temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0')).describe(),
+  ).rejects.toThrow(/not found/i);
 });
 
 test('CHECK passes for the active attachment and fails for an unknown one', async () => {
@@ -89,7 +71,7 @@ test('CHECK passes for the active attachment and fails for an unknown one', asyn
   const add = await runShim(call('ADD', p, 'chk' + p.uid));
   const check = await runShim({
     ...call('CHECK', p, 'chk' + p.uid),
-    stdin: { ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }), prevResult: add.json },
+    stdin: { ...netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }), prevResult: add.json },
   });
   expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: '' });
   const unknown = await runShim(call('CHECK', p, 'other' + p.uid));
@@ -98,7 +80,7 @@ test('CHECK passes for the active attachment and fails for an unknown one', asyn
   const wrong = await runShim({
     ...call('CHECK', p, 'chk' + p.uid),
     stdin: {
-      ...netconf({ taskQueue: temporal.taskQueue, nodeName: node }),
+      ...netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }),
       prevResult: { ips: [{ address: '198.19.255.1/26' }] },
     },
   });
@@ -108,7 +90,7 @@ test('CHECK passes for the active attachment and fails for an unknown one', asyn
 test('podRunning moves the lease to Running with its search attributes', async () => {
   const p = pod();
   await runShim(call('ADD', p, 'run' + p.uid));
-  const handle = temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
+  const handle = ctx.temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
   await handle.signal(podRunningSignal);
   const phase = await waitForValue(
     async () => (await handle.query(leaseStateQuery)).phase,
@@ -133,7 +115,7 @@ test('release returns the address, which is not handed out again before the cool
   const p = pod();
   const add = await runShim(call('ADD', p, 'rel' + p.uid));
   const released = (add.json?.ips as Array<{ address: string }>).map((ip) => ip.address);
-  const handle = temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
+  const handle = ctx.temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
   await handle.signal(releaseSignal, { reason: 'test release' });
   const final = await handle.result();
   expect(final.phase).toBe('Released');
@@ -154,7 +136,7 @@ test('release returns the address, which is not handed out again before the cool
 });
 
 test('histories of this file replay without nondeterminism', async () => {
-  const { replayed, errors } = await replayTaskQueue(temporal.client, temporal.taskQueue);
+  const { replayed, errors } = await replayTaskQueue(ctx.temporal.client, ctx.temporal.taskQueue);
   expect(errors).toEqual([]);
   expect(replayed).toBeGreaterThan(5);
 });

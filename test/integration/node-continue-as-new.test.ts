@@ -6,32 +6,14 @@ import { PoolSpecSchema } from '../../domain/config';
 import { allocateUpdateId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
 import { allocateUpdate, nodeStateQuery, nodeWorkflow, releaseUpdate } from '../../workflows/node';
 import { replayTaskQueue } from '../harness/replay';
-import {
-  connectTest,
-  runControlWorker,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, withControlWorker } from '../harness/temporal';
 
-let temporal: TestTemporal;
-let worker: RunningWorker;
 const pool = PoolSpecSchema.parse({
-  name: 'default',
+  name: uniqueName('can'),
   cidrs: ['198.18.0.0/20', 'fd00:18::/112'],
   blockSize: { ipv4: 27, ipv6: 123 },
 });
-
-beforeAll(async () => {
-  temporal = await connectTest('node-can');
-  worker = await runControlWorker(testConfig(temporal.taskQueue, { pools: [pool] }));
-});
-
-afterAll(async () => {
-  await worker?.stop();
-  await temporal?.close();
-});
+const ctx = withControlWorker('node-can', () => ({ pools: [pool] }));
 
 test('continue-as-new keeps allocations and remembered answers', async () => {
   const node = uniqueName('node');
@@ -39,18 +21,18 @@ test('continue-as-new keeps allocations and remembered answers', async () => {
   const start = () =>
     new WithStartWorkflowOperation(nodeWorkflow, {
       workflowId,
-      taskQueue: temporal.taskQueue,
+      taskQueue: ctx.temporal.taskQueue,
       args: [{ nodeName: node, historyLimit: 120 }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
   const allocateFor = (owner: string) =>
-    temporal.client.workflow.executeUpdateWithStart(allocateUpdate, {
+    ctx.temporal.client.workflow.executeUpdateWithStart(allocateUpdate, {
       args: [{ owner, podUid: owner, pool }],
       updateId: allocateUpdateId(owner),
       startWorkflowOperation: start(),
     });
   const releaseFor = (owner: string) =>
-    temporal.client.workflow.getHandle(workflowId).executeUpdate(releaseUpdate, {
+    ctx.temporal.client.workflow.getHandle(workflowId).executeUpdate(releaseUpdate, {
       args: [{ owner, pool: pool.name, cooldownMs: 0 }],
       updateId: releaseUpdateId(owner),
     });
@@ -67,11 +49,11 @@ test('continue-as-new keeps allocations and remembered answers', async () => {
   }
 
   const runs = [];
-  for await (const run of temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+  for await (const run of ctx.temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
     runs.push(run.runId);
   expect(runs.length).toBeGreaterThanOrEqual(3);
 
-  const state = await temporal.client.workflow.getHandle(workflowId).query(nodeStateQuery);
+  const state = await ctx.temporal.client.workflow.getHandle(workflowId).query(nodeStateQuery);
   const table = state.tables[pool.name];
   const held = new Map(Object.values(table?.allocations ?? {}).map((a) => [a.address, a.owner]));
   for (const [owner, grants] of answers) {
@@ -87,12 +69,12 @@ test('continue-as-new keeps allocations and remembered answers', async () => {
   for (const owner of ['lease/pod-0/eth0', 'lease/pod-1/eth0', 'lease/pod-99/eth0', 'lease/pod-149/eth0']) {
     expect(await allocateFor(owner)).toEqual(answers.get(owner));
   }
-  const after = await temporal.client.workflow.getHandle(workflowId).query(nodeStateQuery);
+  const after = await ctx.temporal.client.workflow.getHandle(workflowId).query(nodeStateQuery);
   expect(Object.keys(after.tables[pool.name]?.allocations ?? {}).length).toBe(held.size);
 }, 300_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  const { replayed, errors } = await replayTaskQueue(temporal.client, temporal.taskQueue);
+  const { replayed, errors } = await replayTaskQueue(ctx.temporal.client, ctx.temporal.taskQueue);
   expect(errors).toEqual([]);
   expect(replayed).toBeGreaterThanOrEqual(3);
 });
