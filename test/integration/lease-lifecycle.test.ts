@@ -9,7 +9,10 @@ import { uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
 const node = uniqueName('node');
-const ctx = withControlWorker('lifecycle', () => ({ reuseCooldownSeconds: 3 }));
+const ctx = withControlWorker('lifecycle', () => ({
+  reuseCooldownSeconds: 3,
+  activation: { stalledAfterSeconds: 3 },
+}));
 
 const pod = () => ({ uid: randomUUID(), name: uniqueName('pod') });
 const call = (command: string, p: { uid: string; name: string }, containerId: string): ShimCall => ({
@@ -108,6 +111,31 @@ test('podRunning moves the lease to Running with its search attributes', async (
   expect(attributes.IfName).toEqual(['eth0']);
   expect(attributes.PodRef).toEqual([`default/${p.name}`]);
   expect((attributes.IPAddresses ?? []).length).toBe(2);
+});
+
+test('an Active lease whose pod does not become Running is Stalled, not released', async () => {
+  const p = pod();
+  const add = await runShim(call('ADD', p, 'stall' + p.uid));
+  expect(add.exitCode).toBe(0);
+  const handle = ctx.temporal.client.workflow.getHandle(leaseWorkflowId(p.uid, 'eth0'));
+  const stalled = await waitForValue(
+    async () => (await handle.query(leaseStateQuery)).phase,
+    (v) => v === 'Stalled',
+    30000,
+  );
+  expect(stalled).toBe('Stalled');
+  const state = await handle.query(leaseStateQuery);
+  expect(state.addresses.map((a) => `${a.address}/${a.prefixLength}`)).toEqual(
+    (add.json?.ips as Array<{ address: string }>).map((ip) => ip.address),
+  );
+  await handle.signal(podRunningSignal);
+  expect(
+    await waitForValue(
+      async () => (await handle.query(leaseStateQuery)).phase,
+      (v) => v === 'Running',
+      20000,
+    ),
+  ).toBe('Running');
 });
 
 test('release returns the address, which is not handed out again before the cooldown ends', async () => {

@@ -2,7 +2,7 @@
 // reconciler when it comes back; live leases are untouched.
 import { replayTaskQueue } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
-import { uniqueName } from '../harness/temporal';
+import { runControlWorker, uniqueName } from '../harness/temporal';
 
 let scenario: Scenario;
 beforeAll(async () => (scenario = await Scenario.create('s004')));
@@ -30,6 +30,9 @@ test('004 missed node and pod deletions are reconciled after a restart', async (
   await scenario.stopWorker();
   await cluster.deleteNode(gone);
   await cluster.deletePod('b2');
+  // Two control workers on the same task queue come back at once: both watch, both trigger the
+  // reconciler; every signal is idempotent, so the outcome is the same as with one.
+  const second = await runControlWorker(scenario.config);
   await scenario.startWorker(); // the reconcile schedule is triggered once at start
 
   for (const name of ['a1', 'a2', 'b2']) await scenario.waitForPhase(pods[name] as string, 'Released', 90000);
@@ -37,6 +40,7 @@ test('004 missed node and pod deletions are reconciled after a restart', async (
   expect(b1.phase).toBe('Running');
   expect(b1.addresses).toEqual(b1Before.addresses);
   expect(b1.attachments).toEqual(b1Before.attachments);
+  await second.stop();
 }, 240_000);
 
 test('histories of this file replay without nondeterminism', async () => {

@@ -1,0 +1,119 @@
+// Churn: 500 pods on 10 nodes created, ADDed, Running, deleted in random order, with watchers and
+// the reconciler schedule running throughout. No address is ever held by two live leases (checked
+// continuously), and at the end every lease is released and every address free.
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { nodeWorkflowId } from '../../domain/ids';
+import { knownLeases } from '../../activities/k8s/known-set';
+import { nodeStateQuery } from '../../workflows/node';
+import { Scenario } from '../harness/scenario';
+import { inBatches } from '../harness/shim';
+import { uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+
+const PODS = 500;
+const NODES = 10;
+let scenario: Scenario;
+beforeAll(
+  async () =>
+    (scenario = await Scenario.create('churn', { reconcileIntervalSeconds: 5, reuseCooldownSeconds: 2 })),
+);
+afterAll(async () => scenario?.close());
+
+/** Polls every node table; fails on an address owned twice, or handed on while its last owner lives. */
+function ownershipChecker(nodes: string[]) {
+  const lastOwner = new Map<string, string>();
+  const violations: string[] = [];
+  let rounds = 0;
+  let stopped = false;
+  const isClosed = async (leaseId: string) => {
+    try {
+      return (
+        (await scenario.temporal.client.workflow.getHandle(leaseId).describe()).status.name !== 'RUNNING'
+      );
+    } catch (err) {
+      return err instanceof WorkflowNotFoundError;
+    }
+  };
+  const round = async () => {
+    const owners = new Map<string, string>();
+    for (const node of nodes) {
+      const state = await scenario.temporal.client.workflow
+        .getHandle(nodeWorkflowId(node))
+        .query(nodeStateQuery)
+        .catch(() => undefined);
+      for (const allocation of Object.values(state?.tables[scenario.temporal.taskQueue]?.allocations ?? {})) {
+        const other = owners.get(allocation.address);
+        if (other && other !== allocation.owner)
+          violations.push(`${allocation.address} held by ${other} and ${allocation.owner}`);
+        owners.set(allocation.address, allocation.owner);
+      }
+    }
+    for (const [address, owner] of owners) {
+      const previous = lastOwner.get(address);
+      if (previous && previous !== owner && !(await isClosed(previous))) {
+        violations.push(`${address} went to ${owner} while ${previous} is still open`);
+      }
+      lastOwner.set(address, owner);
+    }
+    rounds++;
+  };
+  const deadline = Date.now() + 20 * 60_000; // bounded even if the test fails before stop()
+  const loop = (async () => {
+    while (!stopped && Date.now() < deadline) await round();
+  })();
+  return {
+    violations,
+    async stop() {
+      stopped = true;
+      await loop;
+      return rounds;
+    },
+  };
+}
+
+test('500 pods churn on 10 nodes with the reconciler running', async () => {
+  const { cluster } = scenario;
+  const nodes = Array.from({ length: NODES }, () => uniqueName('churn'));
+  for (const node of nodes) await cluster.createNode(node);
+  const checker = ownershipChecker(nodes);
+  const pods = Array.from({ length: PODS }, (_, i) => ({
+    name: `p-${i}`,
+    node: nodes[i % NODES] as string,
+    uid: '',
+  }));
+
+  await inBatches(
+    pods.map((pod) => async () => {
+      pod.uid = await cluster.createPod(pod.name, pod.node);
+      await scenario.add(pod.name, pod.uid, pod.node, `ctr-${randomUUID()}`);
+      await cluster.setPodPhase(pod.name, 'Running');
+    }),
+    20,
+  );
+  const shuffled = [...pods].sort(() => Math.random() - 0.5);
+  await inBatches(
+    shuffled.map((pod) => () => cluster.deletePod(pod.name)),
+    20,
+  );
+
+  const open = await waitForValue(
+    () => knownLeases(scenario.temporal.client, scenario.temporal.taskQueue),
+    (leases) => leases.length === 0,
+    300_000,
+    1000,
+  );
+  expect(open).toEqual([]);
+  for (const pod of pods.slice(0, 25)) expect((await scenario.leaseState(pod.uid)).phase).toBe('Released');
+
+  const rounds = await checker.stop();
+  expect(checker.violations).toEqual([]);
+  expect(rounds).toBeGreaterThan(10);
+
+  const now = Date.now();
+  for (const node of nodes) {
+    const table = await scenario.table(node);
+    expect(table?.allocations).toEqual({});
+    for (const until of Object.values(table?.cooldowns ?? {})) expect(until).toBeLessThanOrEqual(now + 2000);
+  }
+}, 900_000);
