@@ -11,7 +11,6 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
-import type { AddressGrant } from '../domain/allocation';
 import type { ActivationPolicy } from '../domain/config';
 import {
   ConsumeSchema,
@@ -205,5 +204,3 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
 function failure(message: string, type: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, type);
 }
-
-export type { AddressGrant };

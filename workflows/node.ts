@@ -49,7 +49,7 @@ export interface NodeState {
   pools: Record<string, PoolSpec>;
   /** pool name → allocation table. */
   tables: Record<string, AllocationTable>;
-  /** Blocks requested so far per pool/family, for deterministic acquire update ids. */
+  /** Blocks requested so far (all pools and families): makes acquire update ids deterministic. */
   blockRequests: number;
   results: RememberedResults;
 }

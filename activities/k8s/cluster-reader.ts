@@ -43,27 +43,36 @@ export class ClusterReader {
   }
 
   /** All pods, page by page (quorum); `onPage` lets a long list heartbeat. */
-  async listPods(onPage: (count: number) => void = () => undefined): Promise<PodFact[]> {
-    const pods: PodFact[] = [];
-    let token: string | undefined;
-    do {
-      const page = await this.core.listPodForAllNamespaces({ limit: PAGE, _continue: token });
-      for (const item of page.items) pods.push(podFact(PodSchema.parse(item)));
-      token = page.metadata?._continue || undefined;
-      onPage(pods.length);
-    } while (token);
-    return pods;
+  listPods(onPage: (count: number) => void = () => undefined): Promise<PodFact[]> {
+    return paginate(
+      (token) => this.core.listPodForAllNamespaces({ limit: PAGE, _continue: token }),
+      (item) => podFact(PodSchema.parse(item)),
+      onPage,
+    );
   }
 
-  async listNodes(onPage: (count: number) => void = () => undefined): Promise<KubeNode[]> {
-    const nodes: KubeNode[] = [];
-    let token: string | undefined;
-    do {
-      const page = await this.core.listNode({ limit: PAGE, _continue: token });
-      for (const item of page.items) nodes.push(NodeSchema.parse(item));
-      token = page.metadata?._continue || undefined;
-      onPage(nodes.length);
-    } while (token);
-    return nodes;
+  listNodes(onPage: (count: number) => void = () => undefined): Promise<KubeNode[]> {
+    return paginate(
+      (token) => this.core.listNode({ limit: PAGE, _continue: token }),
+      (item) => NodeSchema.parse(item),
+      onPage,
+    );
   }
+}
+
+/** Follows `continue` tokens until the list is complete; never sends a resourceVersion. */
+async function paginate<T>(
+  fetchPage: (token: string | undefined) => Promise<{ items: unknown[]; metadata?: { _continue?: string } }>,
+  parse: (item: unknown) => T,
+  onPage: (count: number) => void,
+): Promise<T[]> {
+  const all: T[] = [];
+  let token: string | undefined;
+  do {
+    const page = await fetchPage(token);
+    for (const item of page.items) all.push(parse(item));
+    token = page.metadata?._continue || undefined;
+    onPage(all.length);
+  } while (token);
+  return all;
 }

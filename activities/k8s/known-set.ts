@@ -17,33 +17,36 @@ export interface KnownNode {
 
 const first = (value: unknown): string => (Array.isArray(value) ? String(value[0] ?? '') : '');
 
-export async function knownLeases(client: Client, taskQueue: string, extra = ''): Promise<KnownLease[]> {
-  const leases: KnownLease[] = [];
-  const query = `WorkflowType = 'leaseWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'${extra}`;
+/** Open workflows of one type on this control plane's task queue, mapped to compact facts. */
+async function openWorkflows<T>(
+  client: Client,
+  query: string,
+  fact: (workflowId: string, attributes: Record<string, unknown>) => T,
+): Promise<T[]> {
+  const facts: T[] = [];
   for await (const execution of client.workflow.list({ query })) {
-    const attributes = execution.searchAttributes;
-    leases.push({
-      workflowId: execution.workflowId,
-      podUid: first(attributes.PodUID),
-      podRef: first(attributes.PodRef),
-      phase: first(attributes.LeasePhase),
-    });
+    facts.push(fact(execution.workflowId, execution.searchAttributes as Record<string, unknown>));
   }
-  return leases;
+  return facts;
 }
 
-export async function knownNodes(client: Client, taskQueue: string): Promise<KnownNode[]> {
-  const nodes: KnownNode[] = [];
+export function knownLeases(client: Client, taskQueue: string, extra = ''): Promise<KnownLease[]> {
+  const query = `WorkflowType = 'leaseWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'${extra}`;
+  return openWorkflows(client, query, (workflowId, a) => ({
+    workflowId,
+    podUid: first(a.PodUID),
+    podRef: first(a.PodRef),
+    phase: first(a.LeasePhase),
+  }));
+}
+
+export function knownNodes(client: Client, taskQueue: string): Promise<KnownNode[]> {
   const query = `WorkflowType = 'nodeWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
-  for await (const execution of client.workflow.list({ query })) {
-    const attributes = execution.searchAttributes;
-    nodes.push({
-      workflowId: execution.workflowId,
-      name: first(attributes.NodeName),
-      uid: first(attributes.NodeUID),
-    });
-  }
-  return nodes;
+  return openWorkflows(client, query, (workflowId, a) => ({
+    workflowId,
+    name: first(a.NodeName),
+    uid: first(a.NodeUID),
+  }));
 }
 
 export const leasesOfPod = (client: Client, taskQueue: string, podUid: string) =>

@@ -2,7 +2,6 @@
 // known set first, then quorum lists, then signals for what was missed (seeds 001 and 004).
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { isTerminal } from '../../domain/k8s';
 import type { ControlDeps } from '../deps';
 import { knownLeases, knownNodes } from './known-set';
 import { signalNodeDeleted, signalNodeObserved, signalPodRunning, signalRelease } from './lease-signals';
@@ -58,9 +57,8 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
             summary.released++;
         } else if (pod.phase === 'Running' && (lease.phase === 'Active' || lease.phase === 'Stalled')) {
           if (await signalPodRunning(client, lease.workflowId)) summary.confirmedRunning++;
-        } else if (isTerminal(pod.phase)) {
-          // Terminal pods are released by the watcher after its own verifying read; not here.
         }
+        // Terminal pods are released by the watcher after its own verifying read, not here.
         Context.current().heartbeat({ what: 'leases' });
       }
       for (const node of nodes) {
