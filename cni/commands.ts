@@ -1,14 +1,21 @@
 // CNI verbs: ADD joins (or starts) the lease workflow, DEL deactivates one attachment, CHECK
-// compares the lease with what the runtime holds, VERSION and STATUS report on the plugin.
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { delUpdateId, leaseWorkflowId } from '../domain/ids';
-import { deactivateUpdate, leaseStateQuery } from '../workflows/lease';
+// compares the lease (and in ptp mode the real interface) with what the runtime holds, GC drops
+// attachments the runtime no longer lists, VERSION and STATUS report on the plugin.
+import type { Client } from '@temporalio/client';
+import { attachmentDifferences } from '../activities/dataplane/check';
+import { leaseWorkflowId } from '../domain/ids';
+import type { Attachment, LeaseState } from '../domain/lease';
+import { routesFor } from '../domain/routes';
+import { leaseStateQuery } from '../workflows/lease';
 import { consumeLease } from './consume';
+import { deactivateAttachment, isGone } from './deactivate';
 import type { CniEnv } from './env';
 import { CniCode, CniError } from './errors';
-import { leaseStart } from './identity';
-import { SUPPORTED_VERSIONS, type NetConf } from './netconf';
+import { collectGarbage } from './gc';
+import { leaseStart, nodeNameOf } from './identity';
+import { SUPPORTED_VERSIONS, validAttachments, type NetConf } from './netconf';
 import { buildResult, convertResult } from './result';
+import { liveNodeAgents } from './status';
 import { withTemporal } from './temporal';
 
 type Output = Record<string, unknown> | undefined;
@@ -19,46 +26,36 @@ function run<T>(conf: NetConf, fn: (client: Client) => Promise<T>): Promise<T> {
 
 export async function add(env: CniEnv, conf: NetConf): Promise<Output> {
   const start = leaseStart(env, conf);
-  const request = { containerId: env.containerId, netns: env.netns, ifName: env.ifName };
+  const routes = conf.settings.routes;
+  const request = {
+    containerId: env.containerId,
+    netns: env.netns,
+    ifName: env.ifName,
+    ...(routes ? { routes } : {}),
+  };
   const grant = await run(conf, (client) =>
     consumeLease(client, conf.settings.temporal.taskQueue, start, request),
   );
-  return convertResult(buildResult(conf.cniVersion, grant.addresses, conf.settings.routes), conf.cniVersion);
-}
-
-/** A workflow that is gone or already closed has nothing left to deactivate. */
-async function isGone(client: Client, workflowId: string): Promise<boolean> {
-  try {
-    const description = await client.workflow.getHandle(workflowId).describe();
-    return description.status.name !== 'RUNNING';
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return true;
-    throw err;
-  }
+  const result = buildResult(
+    conf.cniVersion,
+    grant.addresses,
+    routesFor(grant.addresses, routes),
+    grant.links,
+  );
+  return convertResult(result, conf.cniVersion);
 }
 
 export async function del(env: CniEnv, conf: NetConf): Promise<Output> {
   const start = leaseStart(env, conf);
   const workflowId = leaseWorkflowId(start.podUid, start.ifName);
-  await run(conf, async (client) => {
-    if (await isGone(client, workflowId)) return;
-    try {
-      await client.workflow.getHandle(workflowId).executeUpdate(deactivateUpdate, {
-        args: [{ containerId: env.containerId, ifName: env.ifName }],
-        updateId: delUpdateId(env.containerId, env.ifName),
-      });
-    } catch (err) {
-      if (await isGone(client, workflowId)) return; // closed between the two calls
-      throw err;
-    }
-  });
+  await run(conf, (client) => deactivateAttachment(client, workflowId, env.containerId, env.ifName));
   return undefined;
 }
 
-export async function check(env: CniEnv, conf: NetConf): Promise<Output> {
-  if (conf.cniVersion.startsWith('0.3.')) {
-    throw new CniError(CniCode.incompatibleVersion, `CHECK is not defined for CNI ${conf.cniVersion}`);
-  }
+async function leaseAttachment(
+  env: CniEnv,
+  conf: NetConf,
+): Promise<{ state: LeaseState; attachment: Attachment }> {
   const start = leaseStart(env, conf);
   const workflowId = leaseWorkflowId(start.podUid, start.ifName);
   const state = await run(conf, async (client) => {
@@ -71,17 +68,34 @@ export async function check(env: CniEnv, conf: NetConf): Promise<Output> {
   if (!state || !attachment) {
     throw new CniError(CniCode.containerUnknown, `no lease holds container ${env.containerId} ${env.ifName}`);
   }
+  return { state, attachment };
+}
+
+export async function check(env: CniEnv, conf: NetConf): Promise<Output> {
+  if (conf.cniVersion.startsWith('0.3.')) {
+    throw new CniError(CniCode.incompatibleVersion, `CHECK is not defined for CNI ${conf.cniVersion}`);
+  }
+  const { state, attachment } = await leaseAttachment(env, conf);
   if (attachment.status !== 'active') {
     throw new CniError(CniCode.checkMismatch, `attachment is ${attachment.status} (lease ${state.phase})`);
   }
   const held = new Set(state.addresses.map((a) => `${a.address}/${a.prefixLength}`));
-  const expected = prevResultAddresses(conf.prevResult);
-  const missing = expected.filter((address) => !held.has(address));
+  const missing = prevResultAddresses(conf.prevResult).filter((address) => !held.has(address));
   if (missing.length) {
     throw new CniError(
       CniCode.checkMismatch,
       `prevResult has ${missing.join(', ')}, the lease holds ${[...held].join(', ')}`,
     );
+  }
+  if (state.start.mode === 'ptp') {
+    const differences = await attachmentDifferences({
+      containerId: env.containerId,
+      netns: env.netns,
+      ifName: env.ifName,
+      addresses: state.addresses,
+      routes: routesFor(state.addresses, attachment.routes),
+    });
+    if (differences.length) throw new CniError(CniCode.checkMismatch, differences.join('; '));
   }
   return undefined;
 }
@@ -91,19 +105,36 @@ function prevResultAddresses(prevResult: unknown): string[] {
   return ips.map((ip) => ip.address).filter((a): a is string => typeof a === 'string');
 }
 
+export async function gc(_env: CniEnv, conf: NetConf): Promise<Output> {
+  const valid = validAttachments(conf.raw);
+  await run(conf, (client) => collectGarbage(client, conf, nodeNameOf(conf), valid));
+  return undefined;
+}
+
 export function version(requested: string): Output {
   return { cniVersion: requested, supportedVersions: [...SUPPORTED_VERSIONS] };
 }
 
 export async function status(_env: CniEnv, conf: NetConf): Promise<Output> {
-  try {
-    await run(conf, (client) => client.workflowService.getSystemInfo({}));
-  } catch (err) {
+  const { namespace } = conf.settings.temporal;
+  const agents = await run(conf, async (client) => {
+    await client.workflowService.getSystemInfo({});
+    return conf.delegated || conf.settings.mode !== 'ptp'
+      ? undefined
+      : liveNodeAgents(client, namespace, nodeNameOf(conf));
+  }).catch((err: unknown) => {
     const cause = err instanceof Error ? err.message : String(err);
     throw new CniError(
       CniCode.pluginNotAvailable,
       'netlease is not available: Temporal does not answer',
       cause,
+    );
+  });
+  if (agents && agents.length === 0) {
+    throw new CniError(
+      CniCode.pluginNotAvailable,
+      `netlease is not available: no node agent polls ${nodeNameOf(conf)}'s task queue`,
+      'start the node agent (worker/node-agent) on this node',
     );
   }
   return undefined;

@@ -1,5 +1,6 @@
 // The ADD call: update-with-start on the lease workflow. The shim uses it, and so do tests that
 // drive many ADDs without paying a process start for each.
+import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { addUpdateId, leaseWorkflowId } from '../domain/ids';
 import type { ConsumeRequest, LeaseGrant, LeaseStart } from '../domain/lease';
@@ -17,7 +18,7 @@ export function consumeLease(
 ): Promise<LeaseGrant> {
   return client.workflow.executeUpdateWithStart(consumeUpdate, {
     args: [request],
-    updateId: addUpdateId(request.containerId, request.ifName),
+    updateId: addUpdateId(request.containerId, request.ifName, randomUUID()),
     startWorkflowOperation: new WithStartWorkflowOperation(leaseWorkflow, {
       workflowId: leaseWorkflowId(start.podUid, start.ifName),
       taskQueue,

@@ -48,17 +48,25 @@ export function readEnv(env: NodeJS.ProcessEnv): CniEnv {
     if (!env[name]) throw new CniError(CniCode.invalidEnv, `missing environment variable ${name}`);
   }
   const ifName = env.CNI_IFNAME ?? '';
-  if (ifName.length > 15 || /[\s/]/.test(ifName)) {
+  if (ifName.length > 15 || /[\s/:]/.test(ifName) || ifName === '.' || ifName === '..') {
     throw new CniError(
       CniCode.invalidEnv,
       `invalid CNI_IFNAME "${ifName}"`,
-      'at most 15 characters, no "/" or spaces',
+      'a Linux interface name: at most 15 characters, no "/", ":" or spaces, not "." or ".."',
+    );
+  }
+  const netns = env.CNI_NETNS ?? '';
+  if (netns && !netns.startsWith('/')) {
+    throw new CniError(
+      CniCode.invalidEnv,
+      `invalid CNI_NETNS "${netns}"`,
+      'an absolute path to the network namespace, such as /var/run/netns/<name>',
     );
   }
   return {
     command: typed,
     containerId: env.CNI_CONTAINERID ?? '',
-    netns: env.CNI_NETNS ?? '',
+    netns,
     ifName,
     args: parseCniArgs(env.CNI_ARGS ?? ''),
   };

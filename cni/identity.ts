@@ -18,6 +18,8 @@ export function podUid(env: CniEnv): string {
   return uid;
 }
 
+export const nodeNameOf = (conf: NetConf): string => conf.settings.nodeName ?? hostname();
+
 export function leaseStart(env: CniEnv, conf: NetConf): LeaseStart {
   const mode: DataplaneMode = conf.delegated ? 'ipam' : (conf.settings.mode ?? 'ipam');
   return {
@@ -25,8 +27,9 @@ export function leaseStart(env: CniEnv, conf: NetConf): LeaseStart {
     podNamespace: env.args.K8S_POD_NAMESPACE ?? '',
     podName: env.args.K8S_POD_NAME ?? '',
     ifName: env.ifName,
-    nodeName: conf.settings.nodeName ?? hostname(),
+    nodeName: nodeNameOf(conf),
     pool: conf.settings.pool,
     mode,
+    network: conf.name,
   };
 }

@@ -30,7 +30,7 @@ async function dispatch(env: CniEnv, stdin: string): Promise<Record<string, unkn
     case 'STATUS':
       return commands.status(env, conf);
     case 'GC':
-      throw new CniError(CniCode.unsupportedField, 'GC is not implemented yet');
+      return commands.gc(env, conf);
   }
 }
 

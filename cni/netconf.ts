@@ -1,15 +1,13 @@
 // The network configuration on stdin. netlease reads its settings from the top level when it is
 // the main plugin (`"type": "netlease"`) and from `ipam` when a main plugin delegates IPAM to it.
 import { z } from 'zod';
-import { CidrText, AddressText, TemporalConnectionSchema, describeIssues } from '../domain/config';
+import { TemporalConnectionSchema, describeIssues } from '../domain/config';
 import { DataplaneModeSchema } from '../domain/lease';
+import { RouteSchema } from '../domain/routes';
 import { CniCode, CniError } from './errors';
 
-export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
+export const SUPPORTED_VERSIONS = ['0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
 export const PLUGIN_TYPE = 'netlease';
-
-const RouteSchema = z.object({ dst: CidrText, gw: AddressText.optional() }).strict();
-export type Route = z.infer<typeof RouteSchema>;
 
 export const NetleaseSettingsSchema = z.object({
   type: z.literal(PLUGIN_TYPE),
@@ -23,6 +21,12 @@ export const NetleaseSettingsSchema = z.object({
   /** Routes returned with the addresses; default: a default route per family via the gateway. */
   routes: z.array(RouteSchema).optional(),
 });
+
+/** GC's list of attachments that stay (spec 1.1.0); `cni.dev/attachments` is the older key (CNI #1101). */
+const ValidAttachmentsSchema = z.array(
+  z.object({ containerID: z.string().min(1), ifname: z.string().min(1) }).passthrough(),
+);
+export type ValidAttachment = z.infer<typeof ValidAttachmentsSchema>[number];
 export type NetleaseSettings = z.infer<typeof NetleaseSettingsSchema>;
 
 const EnvelopeSchema = z
@@ -108,4 +112,18 @@ export function parseNetConf(decoded: unknown): NetConf {
     prevResult: envelope.data.prevResult,
     raw: envelope.data,
   };
+}
+
+/** The attachments GC keeps; none given (cnitool gc) keeps none. */
+export function validAttachments(raw: Record<string, unknown>): ValidAttachment[] {
+  const key = 'cni.dev/valid-attachments' in raw ? 'cni.dev/valid-attachments' : 'cni.dev/attachments';
+  const parsed = ValidAttachmentsSchema.safeParse(raw[key] ?? []);
+  if (!parsed.success) {
+    const issues = describeIssues(parsed.error)
+      .split('; ')
+      .map((line) => `${key}${line.startsWith('[') ? '' : '.'}${line}`)
+      .join('; ');
+    throw new CniError(CniCode.invalidNetworkConfig, `invalid network configuration: ${issues}`);
+  }
+  return parsed.data;
 }

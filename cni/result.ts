@@ -1,6 +1,7 @@
 // CNI results for a lease grant, in the version the runtime asked for.
 import type { AddressGrant } from '../domain/allocation';
-import type { Route } from './netconf';
+import type { ActivatedLinks } from '../domain/dataplane';
+import type { Route } from '../domain/routes';
 
 export interface CniInterface {
   name: string;
@@ -22,19 +23,15 @@ export interface CniResult {
   dns: Record<string, never>;
 }
 
-export function defaultRoutes(addresses: AddressGrant[]): Route[] {
-  return addresses.flatMap((a) =>
-    a.gateway ? [{ dst: a.family === 4 ? '0.0.0.0/0' : '::/0', gw: a.gateway }] : [],
-  );
-}
-
+/** With links (ptp mode) the result lists host and pod end; each IP is on the pod end (index 1). */
 export function buildResult(
   cniVersion: string,
   addresses: AddressGrant[],
-  routes: Route[] | undefined,
-  interfaces: CniInterface[] = [],
-  interfaceIndex?: number,
+  routes: Route[],
+  links?: ActivatedLinks,
 ): CniResult {
+  const interfaces: CniInterface[] = links ? [links.host, links.container] : [];
+  const interfaceIndex = links ? 1 : undefined;
   return {
     cniVersion,
     ...(interfaces.length ? { interfaces } : {}),
@@ -43,7 +40,7 @@ export function buildResult(
       ...(a.gateway ? { gateway: a.gateway } : {}),
       ...(interfaceIndex === undefined ? {} : { interface: interfaceIndex }),
     })),
-    routes: routes ?? defaultRoutes(addresses),
+    routes,
     dns: {},
   };
 }

@@ -138,6 +138,18 @@ export const NetleaseConfigSchema = z
   });
 export type NetleaseConfig = z.infer<typeof NetleaseConfigSchema>;
 
+/** The node agent's configuration: which node it serves and where the host side lives. */
+export const NodeAgentConfigSchema = z
+  .object({
+    temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
+    /** Defaults to the host name, as in the CNI network config. */
+    nodeName: z.string().min(1).optional(),
+    /** Network namespace (name or path) for host ends of veth pairs; omitted: the agent's own. */
+    hostNetns: z.string().min(1).optional(),
+  })
+  .strict();
+export type NodeAgentConfig = z.infer<typeof NodeAgentConfigSchema>;
+
 /** One line per problem, each naming the field: `pools[0].cidrs[1]: invalid CIDR ...`. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues

@@ -1,6 +1,8 @@
 // The seam between lease workflows and the node agent: what activation and deactivation get.
 import type { AddressGrant } from './allocation';
+import type { ActivationPolicy } from './config';
 import type { Attachment, LeaseStart } from './lease';
+import type { Route } from './routes';
 
 export const nodeTaskQueue = (nodeName: string): string => `netlease-node-${nodeName}`;
 
@@ -9,10 +11,44 @@ export interface AttachmentInput {
   start: LeaseStart;
   attachment: Pick<Attachment, 'containerId' | 'netns' | 'ifName'>;
   addresses: AddressGrant[];
+  routes: Route[];
+}
+
+/** A link activation made: the host end (no sandbox) or the pod end (sandbox = its netns). */
+export interface LinkInfo {
+  name: string;
+  mac: string;
+  sandbox?: string;
+}
+
+export interface ActivatedLinks {
+  host: LinkInfo;
+  container: LinkInfo;
 }
 
 /** Node-local steps, run by the node agent on `netlease-node-<node>`. Both are idempotent. */
 export interface DataplaneActivities {
-  activateAttachment(input: AttachmentInput): Promise<void>;
+  activateAttachment(input: AttachmentInput): Promise<ActivatedLinks>;
   deactivateAttachment(input: AttachmentInput): Promise<void>;
+}
+
+/** Failure types of the node agent; all but invalid input are retried inside the budget. */
+export const DataplaneFailure = {
+  netnsMissing: 'NetnsMissing',
+  linkConflict: 'LinkConflict',
+  command: 'IpCommandFailed',
+  invalidInput: 'InvalidAttachment',
+} as const;
+
+/** The longest one activation may take, retries included: then the lease parks. */
+export function activationBudgetSeconds(policy: ActivationPolicy): number {
+  let total = 0;
+  for (let attempt = 0; attempt < policy.maximumAttempts; attempt++) {
+    const backoff =
+      attempt === 0
+        ? 0
+        : Math.min(policy.initialIntervalSeconds * 2 ** (attempt - 1), policy.maximumIntervalSeconds);
+    total += backoff + policy.attemptTimeoutSeconds;
+  }
+  return Math.ceil(total);
 }

@@ -4,9 +4,15 @@ export const leaseWorkflowId = (podUid: string, ifName: string): string => `leas
 export const nodeWorkflowId = (nodeName: string): string => `node/${nodeName}`;
 export const poolWorkflowId = (poolName: string): string => `pool/${poolName}`;
 
-/** Update ids of the shim's calls, so a retried CNI call is answered by the same update. */
-export const addUpdateId = (containerId: string, ifName: string): string => `add/${containerId}/${ifName}`;
-export const delUpdateId = (containerId: string, ifName: string): string => `del/${containerId}/${ifName}`;
+/**
+ * Update ids of the shim's calls: one per CNI call. Temporal answers a reused id with the earlier
+ * outcome, so a runtime repeating ADD after error 11 would get the stale error; the handlers find
+ * the attachment by container and interface, which makes a repeated call idempotent anyway.
+ */
+export const addUpdateId = (containerId: string, ifName: string, call: string): string =>
+  `add/${containerId}/${ifName}/${call}`;
+export const delUpdateId = (containerId: string, ifName: string, call: string): string =>
+  `del/${containerId}/${ifName}/${call}`;
 
 /** Update ids of workflow-to-workflow calls, derived from the caller so retries de-duplicate. */
 export const allocateUpdateId = (leaseId: string): string => `allocate/${leaseId}`;

@@ -2,6 +2,8 @@
 // a boundary (CNI shim → lease workflow, operator → lease workflow).
 import { z } from 'zod';
 import type { AddressGrant } from './allocation';
+import type { ActivatedLinks } from './dataplane';
+import { RouteSchema, type Route } from './routes';
 
 export const LEASE_PHASES = [
   'Producing',
@@ -30,6 +32,8 @@ export const LeaseStartSchema = z.object({
   nodeName: name,
   pool: name,
   mode: DataplaneModeSchema,
+  /** The CNI network name: GC of one network leaves the others' attachments alone. */
+  network: z.string().optional(),
 });
 export type LeaseStart = z.infer<typeof LeaseStartSchema>;
 
@@ -38,6 +42,8 @@ export const ConsumeSchema = z.object({
   containerId: z.string().min(1),
   netns: z.string(),
   ifName: z.string().min(1).max(15),
+  /** Routes from the network config; omitted: a default route per family via the gateway. */
+  routes: z.array(RouteSchema).optional(),
 });
 export type ConsumeRequest = z.infer<typeof ConsumeSchema>;
 
@@ -63,6 +69,9 @@ export interface Attachment {
   netns: string;
   ifName: string;
   status: AttachmentStatus;
+  routes?: Route[];
+  /** What activation made on the node (ptp mode). */
+  links?: ActivatedLinks;
 }
 
 /** What the CNI shim formats into a CNI result. */
@@ -71,6 +80,7 @@ export interface LeaseGrant {
   addresses: AddressGrant[];
   containerId: string;
   ifName: string;
+  links?: ActivatedLinks;
 }
 
 export interface LeaseState {

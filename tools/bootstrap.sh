@@ -10,6 +10,21 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm install --no-audit --no-fund
 fi
 
+# The dataplane uses iproute2 and nsenter; the ptp tests ping between namespaces.
+missing=""
+command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
+command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
+command -v ping >/dev/null 2>&1 || missing="$missing iputils-ping"
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    say "missing Debian packages:$missing (install them as root, then run this again)"
+    exit 1
+  fi
+  say "installing Debian packages:$missing"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+fi
+
 stamp=dist/.built
 if [ ! -f "$stamp" ] || [ -n "$(find domain workflows activities worker cni tools test package-lock.json tsconfig.json -newer "$stamp" -type f -print -quit)" ]; then
   say "compiling TypeScript and bundling workflows"

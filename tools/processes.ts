@@ -63,7 +63,7 @@ export async function freePort(): Promise<number> {
  */
 export async function stopLeftovers(
   pidFile: string,
-  pattern = /temporal|etcd|kube-apiserver|control\.js/,
+  pattern = /temporal|etcd|kube-apiserver|control\.js|node-agent\.js/,
 ): Promise<void> {
   if (!existsSync(pidFile)) return;
   const recorded = JSON.parse(readFileSync(pidFile, 'utf8')) as { pids?: number[] } | number[];

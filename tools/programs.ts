@@ -39,7 +39,7 @@ export const PROGRAMS: Program[] = [
   })),
 ];
 
-export const DEFAULT_PROGRAMS = ['temporal', 'etcd', 'kube-apiserver'];
+export const DEFAULT_PROGRAMS = PROGRAMS.map((p) => p.name);
 
 export function cacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');

@@ -1,11 +1,13 @@
-// `npm start`: Temporal dev server (UI, SQLite state that survives restarts) and the control
-// worker, tracked by PID; Ctrl-C stops them in reverse order.
+// `npm start`: Temporal dev server (UI, SQLite state that survives restarts), a local Kubernetes
+// API, the control worker and this machine's node agent, tracked by PID; Ctrl-C stops them in
+// reverse order.
 import { mkdirSync, openSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { connectKube, isNotFound } from '../activities/k8s/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
+import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
 import { startTracked, stopLeftovers, stopPid, type Tracked } from './processes';
 import { startDevServer } from './temporal-server';
@@ -50,6 +52,9 @@ async function main(): Promise<void> {
   ]);
   children.push(control);
   save();
+  const node = await startDevNode(root, stateDir, config.temporal.address);
+  children.push(node.agent);
+  save();
 
   let stopping = false;
   const stop = async (why: string) => {
@@ -75,6 +80,10 @@ Try the CNI shim by hand (another terminal, in this directory):
     ./bin/netlease < deploy/dev/netconf.json
 
 Then open the UI and filter:  LeasePhase = "Active"
+
+A real interface with cnitool (ptp mode; host ends in ${node.hostNetns ?? 'this namespace'}):
+  export NETCONFPATH=${node.cni.confDir} CNI_PATH=${node.cni.binDir} PATH=${node.cni.binDir}:$PATH
+  ip netns add demo && cnitool add netlease-ptp /var/run/netns/demo && ip -n demo addr show eth0
 Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostname()} registered)
   node dist/tools/demo-pod.js create demo    # a pod on this node; prints the ADD to run
   node dist/tools/demo-pod.js running demo   # the lease goes Running

@@ -1,24 +1,37 @@
-// Loads the netlease configuration from a JSON or YAML file; errors name the file and the field.
+// Loads a configuration file (JSON or YAML); errors name the file and the field.
 import { readFileSync } from 'node:fs';
+import type { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, NetleaseConfigSchema, parseWith, type NetleaseConfig } from '../domain/config';
 
-export function parseConfigText(text: string, source: string): NetleaseConfig {
+export function parseConfigText(text: string, source: string): NetleaseConfig;
+export function parseConfigText<T>(text: string, source: string, schema: z.ZodType<T>): T;
+export function parseConfigText(text: string, source: string, schema: z.ZodType = NetleaseConfigSchema) {
   let decoded: unknown;
   try {
     decoded = /\.json$/i.test(source) ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
     throw new ConfigError(`cannot decode ${source}: ${(err as Error).message}`);
   }
-  return parseWith(NetleaseConfigSchema, decoded, `config ${source}`);
+  return parseWith(schema, decoded, `config ${source}`);
 }
 
-export function loadConfigFile(path: string): NetleaseConfig {
+export function loadConfigFile(path: string): NetleaseConfig;
+export function loadConfigFile<T>(path: string, schema: z.ZodType<T>): T;
+export function loadConfigFile(path: string, schema: z.ZodType = NetleaseConfigSchema) {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(`cannot read config ${path}: ${(err as Error).message}`);
   }
-  return parseConfigText(text, path);
+  return parseConfigText(text, path, schema);
+}
+
+/** `--config <file>` or the environment variable `envName`. */
+export function configPath(argv: string[], envName: string, usage: string): string {
+  const flag = argv.indexOf('--config');
+  const path = flag >= 0 ? argv[flag + 1] : process.env[envName];
+  if (!path) throw new Error(`usage: ${usage} --config <file> (or set ${envName})`);
+  return path;
 }

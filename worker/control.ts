@@ -1,16 +1,9 @@
 // Entry point: node dist/worker/control.js --config <file>   (or NETLEASE_CONFIG=<file>)
-import { loadConfigFile } from './config-file';
+import { configPath, loadConfigFile } from './config-file';
 import { createControlWorker } from './control-worker';
 
-function configPath(argv: string[]): string {
-  const flag = argv.indexOf('--config');
-  const path = flag >= 0 ? argv[flag + 1] : process.env.NETLEASE_CONFIG;
-  if (!path) throw new Error('usage: control --config <netlease.yaml> (or set NETLEASE_CONFIG)');
-  return path;
-}
-
 async function main(): Promise<void> {
-  const config = loadConfigFile(configPath(process.argv));
+  const config = loadConfigFile(configPath(process.argv, 'NETLEASE_CONFIG', 'control'));
   const control = await createControlWorker(config);
   console.log(
     `netlease control worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}`,

@@ -3,45 +3,57 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { AddressGrant } from '../domain/allocation';
 import type { ActivationPolicy } from '../domain/config';
-import { nodeTaskQueue, type DataplaneActivities } from '../domain/dataplane';
+import {
+  activationBudgetSeconds,
+  DataplaneFailure,
+  nodeTaskQueue,
+  type ActivatedLinks,
+  type AttachmentInput,
+  type DataplaneActivities,
+} from '../domain/dataplane';
 import { leaseWorkflowId } from '../domain/ids';
 import type { Attachment, LeaseStart } from '../domain/lease';
+import { routesFor } from '../domain/routes';
 
-const input = (start: LeaseStart, attachment: Attachment, addresses: AddressGrant[]) => ({
+const input = (start: LeaseStart, attachment: Attachment, addresses: AddressGrant[]): AttachmentInput => ({
   leaseId: leaseWorkflowId(start.podUid, start.ifName),
   start,
   attachment: { containerId: attachment.containerId, netns: attachment.netns, ifName: attachment.ifName },
   addresses,
+  routes: routesFor(addresses, attachment.routes),
 });
 
+/**
+ * One activation with its whole retry budget. Schedule-to-close bounds it, so a dead node parks
+ * the lease instead of holding it; the `retry` signal starts a fresh budget.
+ */
 export async function activateOnNode(
   start: LeaseStart,
   attachment: Attachment,
   addresses: AddressGrant[],
   policy: ActivationPolicy | undefined,
-): Promise<void> {
-  if (start.mode === 'ipam' || !policy) return;
+): Promise<ActivatedLinks | undefined> {
+  if (start.mode === 'ipam' || !policy) return undefined;
+  const attempt = `${policy.attemptTimeoutSeconds} seconds`;
   const { activateAttachment } = proxyActivities<DataplaneActivities>({
     taskQueue: nodeTaskQueue(start.nodeName),
-    scheduleToStartTimeout: `${policy.attemptTimeoutSeconds} seconds`,
-    startToCloseTimeout: `${policy.attemptTimeoutSeconds} seconds`,
+    startToCloseTimeout: attempt,
+    scheduleToCloseTimeout: `${activationBudgetSeconds(policy)} seconds`,
     retry: {
       initialInterval: `${policy.initialIntervalSeconds} seconds`,
       maximumInterval: `${policy.maximumIntervalSeconds} seconds`,
       backoffCoefficient: 2,
       maximumAttempts: policy.maximumAttempts,
+      nonRetryableErrorTypes: [DataplaneFailure.invalidInput],
     },
   });
-  await activateAttachment.executeWithOptions(
-    {
-      startToCloseTimeout: `${policy.attemptTimeoutSeconds} seconds`,
-      summary: `activate ${attachment.ifName} in ${attachment.netns}`,
-    },
+  return activateAttachment.executeWithOptions(
+    { summary: `activate ${attachment.ifName} in ${attachment.netns}` },
     [input(start, attachment, addresses)],
   );
 }
 
-/** Deactivation must not give up: a dead node is handled by release with nodeGone instead. */
+/** Gives up after an hour: the lease records the error and goes on (a node gone for that long is compensated). */
 export async function deactivateOnNode(start: LeaseStart, attachment: Attachment, addresses: AddressGrant[]) {
   if (start.mode === 'ipam' || attachment.status === 'pending') return;
   const { deactivateAttachment } = proxyActivities<DataplaneActivities>({
@@ -50,12 +62,7 @@ export async function deactivateOnNode(start: LeaseStart, attachment: Attachment
     scheduleToCloseTimeout: '1 hour',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });
-  await deactivateAttachment.executeWithOptions(
-    {
-      startToCloseTimeout: '60 seconds',
-      scheduleToCloseTimeout: '1 hour',
-      summary: `deactivate ${attachment.ifName}`,
-    },
-    [input(start, attachment, addresses)],
-  );
+  await deactivateAttachment.executeWithOptions({ summary: `deactivate ${attachment.ifName}` }, [
+    input(start, attachment, addresses),
+  ]);
 }

@@ -69,6 +69,7 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
     addresses: state.addresses,
     containerId: attachment.containerId,
     ifName: attachment.ifName,
+    ...(attachment.links ? { links: attachment.links } : {}),
   });
   const releasing = () => release !== undefined;
 
@@ -80,6 +81,16 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
       enter('Stalled', `active for ${seconds} s but the pod is not Running`);
   };
 
+  /** A node that stays unreachable past the deactivation budget must not wedge DEL or release. */
+  const deactivate = async (attachment: Attachment): Promise<void> => {
+    try {
+      await deactivateOnNode(start, attachment, state.addresses);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      state.lastError = `deactivating ${attachment.ifName} of ${attachment.containerId.slice(0, 12)} gave up: ${describe(err)}`;
+    }
+  };
+
   const nextToActivate = () => state.attachments.find((a) => a.status === 'pending');
 
   /** One activation run (the activity retries inside the policy's budget); parks when spent. */
@@ -87,7 +98,7 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
     attachment.status = 'activating';
     enter('Activating', `configuring ${attachment.ifName} in ${attachment.netns || 'the runtime'}`);
     try {
-      await activateOnNode(start, attachment, state.addresses, policy);
+      attachment.links = await activateOnNode(start, attachment, state.addresses, policy);
       attachment.status = 'active';
       state.lastError = undefined;
       if (podRunning) enter('Running', 'pod is Running');
@@ -141,7 +152,7 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
       if (!attachment) return false;
       await condition(() => attachment.status !== 'activating');
       state.attachments = state.attachments.filter((a) => a !== attachment);
-      await deactivateOnNode(start, attachment, state.addresses);
+      await deactivate(attachment);
       if (!releasing() && !state.attachments.some((a) => a.status === 'active')) {
         enter('Produced', 'sandbox deleted; address held for the pod until it is gone');
       }
@@ -192,7 +203,7 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
   state.releaseReason = request.reason;
   enter('Releasing', `${request.reason}; deactivating and returning addresses`);
   if (!request.nodeGone) {
-    for (const attachment of state.attachments) await deactivateOnNode(start, attachment, state.addresses);
+    for (const attachment of state.attachments) await deactivate(attachment);
   }
   state.attachments = [];
   await returnAddresses({ leaseId, nodeName: start.nodeName, pool: start.pool });

@@ -1,15 +1,14 @@
 // `npm run bench`: figures for the CNI ADD path against a real dev server. Prints, asserts nothing.
 //   shim start-up (VERSION, no Temporal), sequential ADD latency, ADD throughput at N in flight,
-//   and the control worker's resident memory after the run.
+//   the control worker's resident memory, and the ptp ADD/DEL path with a real node agent.
 import { randomUUID } from 'node:crypto';
 import { NetleaseConfigSchema } from '../../domain/config';
 import { freePort } from '../../tools/processes';
 import { startDevServer } from '../../tools/temporal-server';
 import { inBatches, runShim } from '../harness/shim';
+import { p50p95 } from './figures';
+import { benchPtp } from './ptp-path';
 import { quietRuntime, runControlWorker } from '../harness/temporal';
-
-const percentile = (values: number[], p: number) =>
-  [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) * p)] ?? NaN;
 
 async function main(): Promise<void> {
   quietRuntime();
@@ -49,15 +48,11 @@ async function main(): Promise<void> {
       await runShim({ command: 'VERSION', stdin: { cniVersion: '1.1.0' } });
       startup.push(Date.now() - t);
     }
-    console.log(
-      `shim start-up (VERSION): p50 ${percentile(startup, 0.5)} ms, p95 ${percentile(startup, 0.95)} ms`,
-    );
+    console.log(`shim start-up (VERSION): ${p50p95(startup)}`);
     await add('warm-up');
     const sequential: number[] = [];
     for (let i = 0; i < 30; i++) sequential.push(await add('bench-seq'));
-    console.log(
-      `ADD sequential (30): p50 ${percentile(sequential, 0.5)} ms, p95 ${percentile(sequential, 0.95)} ms`,
-    );
+    console.log(`ADD sequential (30): ${p50p95(sequential)}`);
     for (const inFlight of [5, 25]) {
       const t = Date.now();
       const latencies = await inBatches(
@@ -66,10 +61,13 @@ async function main(): Promise<void> {
       );
       const seconds = (Date.now() - t) / 1000;
       console.log(
-        `ADD x100 on 5 nodes, ${inFlight} in flight: ${(100 / seconds).toFixed(1)} ADD/s, p50 ${percentile(latencies, 0.5)} ms, p95 ${percentile(latencies, 0.95)} ms`,
+        `ADD x100 on 5 nodes, ${inFlight} in flight: ${(100 / seconds).toFixed(1)} ADD/s, ${p50p95(latencies)}`,
       );
     }
-    console.log(`control worker (this process) RSS: ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`);
+    await benchPtp(config.temporal);
+    console.log(
+      `control worker and node agent (this process) RSS: ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`,
+    );
   } finally {
     await worker.stop();
     await server.stop();

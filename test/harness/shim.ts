@@ -1,8 +1,7 @@
 // Runs the real CNI executable (bin/netlease) as the runtime would: env + stdin → stdout.
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-
-export const SHIM = join(__dirname, '..', '..', '..', 'bin', 'netlease');
+import { dirname } from 'node:path';
+import { SHIM } from '../../tools/cni-dir';
 
 export interface ShimCall {
   command: string;
@@ -36,7 +35,7 @@ export function runShim(call: ShimCall): Promise<ShimOutcome> {
     CNI_NETNS: call.netns,
     CNI_IFNAME: call.ifName,
     CNI_ARGS: call.args ? cniArgs(call.args) : undefined,
-    CNI_PATH: join(__dirname, '..', '..', '..', 'bin'),
+    CNI_PATH: dirname(SHIM),
     ...call.env,
   };
   const clean = Object.fromEntries(

@@ -1,8 +1,6 @@
 // Bad input through the real executable: the spec's error code, and no lease or allocation left.
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/client';
-import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
-import { nodeStateQuery } from '../../workflows/node';
+import { expectNoLease } from '../harness/leftovers';
 import { netconf } from '../harness/netconf';
 import { runShim, type ShimCall } from '../harness/shim';
 import { uniqueName, withControlWorker } from '../harness/temporal';
@@ -21,23 +19,6 @@ function addCall(uid: string, overrides: Partial<ShimCall> = {}): ShimCall {
     stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }),
     ...overrides,
   };
-}
-
-async function expectNothingLeft(uid: string): Promise<void> {
-  const handle = ctx.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
-  const status = await handle.describe().then(
-    (d) => d.status.name,
-    (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
-  );
-  expect(['absent', 'FAILED']).toContain(status);
-  const nodeState = await ctx.temporal.client.workflow
-    .getHandle(nodeWorkflowId(node))
-    .query(nodeStateQuery)
-    .catch((err: unknown) => (err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err)));
-  const owners = Object.values(nodeState?.tables[ctx.temporal.taskQueue]?.allocations ?? {}).map(
-    (a) => a.owner,
-  );
-  expect(owners).not.toContain(leaseWorkflowId(uid, 'eth0'));
 }
 
 const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]> = [
@@ -83,7 +64,7 @@ test.each(cases)('%s', async (_name, overrides, code, message) => {
   const outcome = await runShim(addCall(uid, overrides(uid)));
   expect(outcome.exitCode).toBe(1);
   expect(outcome.json).toMatchObject({ code, msg: expect.stringMatching(message) });
-  await expectNothingLeft(uid);
+  await expectNoLease(ctx.temporal, node, uid);
 });
 
 test('Temporal unreachable: try again later (11)', async () => {
@@ -96,13 +77,15 @@ test('Temporal unreachable: try again later (11)', async () => {
   };
   const outcome = await runShim(addCall(uid, { stdin }));
   expect(outcome.json).toMatchObject({ code: 11, msg: expect.stringContaining(dead) });
-  await expectNothingLeft(uid);
+  await expectNoLease(ctx.temporal, node, uid);
 });
 
-test('VERSION lists the supported versions', async () => {
+test('VERSION lists the supported versions; an unsupported one is error 1', async () => {
   const outcome = await runShim({ command: 'VERSION', stdin: { cniVersion: '1.0.0' } });
   expect(outcome.json).toEqual({
     cniVersion: '1.0.0',
-    supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
+    supportedVersions: ['0.3.1', '0.4.0', '1.0.0', '1.1.0'],
   });
+  const old = await runShim({ command: 'VERSION', stdin: { cniVersion: '0.3.0' } });
+  expect(old.json).toMatchObject({ code: 1, msg: 'incompatible CNI version "0.3.0"' });
 });

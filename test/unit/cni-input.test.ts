@@ -1,7 +1,9 @@
 import { readEnv, parseCniArgs } from '../../cni/env';
 import { CniError } from '../../cni/errors';
-import { parseNetConf } from '../../cni/netconf';
+import { parseNetConf, validAttachments } from '../../cni/netconf';
 import { buildResult, convertResult } from '../../cni/result';
+import type { AddressGrant } from '../../domain/allocation';
+import { defaultRoutes, routesFor } from '../../domain/routes';
 
 const code = (fn: () => unknown): number | undefined => {
   try {
@@ -26,6 +28,11 @@ test('environment: missing or invalid variables are code 4', () => {
       }),
     ),
   ).toBe(4);
+  const add = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c', CNI_NETNS: '/n', CNI_IFNAME: 'eth0' };
+  for (const ifName of ['eth:0', 'eth 0', '..'])
+    expect(code(() => readEnv({ ...add, CNI_IFNAME: ifName }))).toBe(4);
+  expect(code(() => readEnv({ ...add, CNI_NETNS: 'run/netns/x' }))).toBe(4);
+  expect(readEnv(add).netns).toBe('/n');
   expect(code(() => parseCniArgs('K8S_POD_UID'))).toBe(4);
   expect(readEnv({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c', CNI_IFNAME: 'eth0' }).netns).toBe('');
 });
@@ -44,12 +51,14 @@ test('network config: version 1, invalid 7, with field names', () => {
   expect(parseNetConf({ ...base, type: 'bridge', ipam: { type: 'netlease' } }).delegated).toBe(true);
 });
 
+const v6: AddressGrant[] = [{ family: 6, address: 'fd00::2', prefixLength: 120, gateway: 'fd00::1' }];
+const links = {
+  host: { name: 'nl0123456789abc', mac: '02:00:00:00:00:01' },
+  container: { name: 'eth0', mac: '02:00:00:00:00:02', sandbox: '/var/run/netns/p' },
+};
+
 test('results convert to older versions', () => {
-  const result = buildResult(
-    '0.3.1',
-    [{ family: 6, address: 'fd00::2', prefixLength: 120, gateway: 'fd00::1' }],
-    undefined,
-  );
+  const result = buildResult('0.3.1', v6, defaultRoutes(v6));
   expect(convertResult(result, '0.3.1')).toEqual({
     cniVersion: '0.3.1',
     ips: [{ version: '6', address: 'fd00::2/120', gateway: 'fd00::1' }],
@@ -57,4 +66,34 @@ test('results convert to older versions', () => {
     dns: {},
   });
   expect(convertResult(result, '1.0.0')).not.toHaveProperty('ips.0.version');
+});
+
+test.each(['0.3.1', '0.4.0', '1.0.0', '1.1.0'])(
+  'a ptp result in %s lists both ends, IPs on the pod end',
+  (version) => {
+    const converted = convertResult(
+      buildResult(version, v6, routesFor(v6, [{ dst: 'fd00:1::/64' }]), links),
+      version,
+    );
+    expect(converted).toMatchObject({
+      cniVersion: version,
+      interfaces: [links.host, links.container],
+      ips: [{ address: 'fd00::2/120', gateway: 'fd00::1', interface: 1 }],
+      routes: [{ dst: 'fd00:1::/64' }],
+    });
+    expect((converted.ips as Array<Record<string, unknown>>)[0]?.version).toBe(
+      version.startsWith('0.3.') ? '6' : undefined,
+    );
+  },
+);
+
+test('GC reads cni.dev/valid-attachments, or the older cni.dev/attachments', () => {
+  const valid = [{ containerID: 'c1', ifname: 'eth0' }];
+  expect(validAttachments({ 'cni.dev/valid-attachments': valid })).toEqual(valid);
+  expect(validAttachments({ 'cni.dev/attachments': valid })).toEqual(valid);
+  expect(validAttachments({})).toEqual([]);
+  expect(code(() => validAttachments({ 'cni.dev/valid-attachments': [{ containerID: 'c1' }] }))).toBe(7);
+  expect(() => validAttachments({ 'cni.dev/valid-attachments': [{ containerID: 'c1' }] })).toThrow(
+    /cni\.dev\/valid-attachments\[0\]\.ifname/,
+  );
 });

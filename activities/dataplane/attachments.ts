@@ -1,0 +1,62 @@
+// The node agent's activities: activate and deactivate one attachment in ptp mode.
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  DataplaneFailure,
+  type ActivatedLinks,
+  type AttachmentInput,
+  type DataplaneActivities,
+} from '../../domain/dataplane';
+import { configureHostEnd, configurePodEnd, enableForwarding } from './addressing';
+import { pauseAfter } from './failpoint';
+import type { Netns } from './ip';
+import { attachmentLinkNames } from './names';
+import { netnsExists, requireNetns } from './netns';
+import { ensureVethPair, removeVethPair } from './veth';
+
+export interface NodeAgentDeps {
+  /** The host side's network namespace; undefined: the agent's own. */
+  hostNetns: Netns;
+}
+
+function validate(input: AttachmentInput): void {
+  const { netns, ifName } = input.attachment;
+  if (!netns.startsWith('/')) {
+    throw ApplicationFailure.nonRetryable(
+      `CNI_NETNS "${netns}" is not an absolute path`,
+      DataplaneFailure.invalidInput,
+    );
+  }
+  if (!/^[^\s/:]{1,15}$/.test(ifName)) {
+    throw ApplicationFailure.nonRetryable(
+      `invalid interface name "${ifName}"`,
+      DataplaneFailure.invalidInput,
+    );
+  }
+}
+
+export function createDataplaneActivities({ hostNetns }: NodeAgentDeps): DataplaneActivities {
+  return {
+    async activateAttachment(input: AttachmentInput): Promise<ActivatedLinks> {
+      validate(input);
+      const { containerId, netns, ifName } = input.attachment;
+      await requireNetns(netns);
+      const names = attachmentLinkNames(containerId, ifName);
+      await ensureVethPair(hostNetns, netns, ifName, names);
+      await pauseAfter('veth-created');
+      await configurePodEnd(netns, ifName, input.addresses, input.routes);
+      await configureHostEnd(hostNetns, names.hostName, input.addresses);
+      await enableForwarding(hostNetns, [...new Set(input.addresses.map((a) => a.family))]);
+      return {
+        host: { name: names.hostName, mac: names.hostMac },
+        container: { name: ifName, mac: names.containerMac, sandbox: netns },
+      };
+    },
+
+    async deactivateAttachment(input: AttachmentInput): Promise<void> {
+      const { containerId, netns, ifName } = input.attachment;
+      const names = attachmentLinkNames(containerId, ifName);
+      const podNetns = netns.startsWith('/') && (await netnsExists(netns));
+      await removeVethPair(hostNetns, netns, ifName, names, podNetns);
+    },
+  };
+}

@@ -1,0 +1,34 @@
+// DEL and GC both end one attachment through the deactivate update, which is idempotent (a second
+// call finds no attachment). A lease that is gone has nothing left to deactivate.
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { delUpdateId } from '../domain/ids';
+import { deactivateUpdate } from '../workflows/lease';
+
+export async function isGone(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    const description = await client.workflow.getHandle(workflowId).describe();
+    return description.status.name !== 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return true;
+    throw err;
+  }
+}
+
+export async function deactivateAttachment(
+  client: Client,
+  workflowId: string,
+  containerId: string,
+  ifName: string,
+): Promise<void> {
+  if (await isGone(client, workflowId)) return;
+  try {
+    await client.workflow.getHandle(workflowId).executeUpdate(deactivateUpdate, {
+      args: [{ containerId, ifName }],
+      updateId: delUpdateId(containerId, ifName, randomUUID()),
+    });
+  } catch (err) {
+    if (await isGone(client, workflowId)) return; // closed between the two calls
+    throw err;
+  }
+}

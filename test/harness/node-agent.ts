@@ -1,0 +1,76 @@
+// A node agent for a test: in-process (fast, most tests) or as its own process (crash tests),
+// with its host side in a namespace the test made.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NodeAgentConfigSchema } from '../../domain/config';
+import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { createNodeAgent } from '../../worker/node-agent-worker';
+import { deleteAllNetns, makeNetns, type TestNetns } from './netns';
+import { quietRuntime, temporalAddress } from './temporal';
+
+export interface RunningNodeAgent {
+  stop(): Promise<void>;
+}
+
+const agentConfig = (nodeName: string, hostNetns: string) =>
+  NodeAgentConfigSchema.parse({ temporal: { address: temporalAddress() }, nodeName, hostNetns });
+
+export async function runNodeAgent(nodeName: string, hostNetns: string): Promise<RunningNodeAgent> {
+  quietRuntime();
+  const agent = await createNodeAgent(agentConfig(nodeName, hostNetns));
+  const running = agent.worker.run();
+  return {
+    async stop() {
+      agent.worker.shutdown();
+      await running;
+      await agent.close();
+    },
+  };
+}
+
+export const NODE_AGENT_ENTRY = join(__dirname, '..', '..', 'worker', 'node-agent.js');
+
+export interface NodeAgentProcess extends Tracked {
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** `node dist/worker/node-agent.js --config <file>`, tracked by PID, its output collected. */
+export function startNodeAgentProcess(
+  nodeName: string,
+  hostNetns: string,
+  env: Record<string, string> = {},
+): NodeAgentProcess {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-agent-'));
+  const file = join(dir, 'node-agent.json');
+  writeFileSync(file, JSON.stringify(agentConfig(nodeName, hostNetns)));
+  const tracked = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', file], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  tracked.child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
+  tracked.child.stderr?.on('data', (d: Buffer) => (text += d.toString()));
+  return { ...tracked, output: () => text, stop: () => stopPid(tracked.pid) };
+}
+
+/** A host namespace and an in-process node agent for the whole test file; `host` is set before tests run. */
+export function withNodeAgent(nodeName: string): { readonly host: TestNetns } {
+  let host: TestNetns | undefined;
+  let agent: RunningNodeAgent | undefined;
+  beforeAll(async () => {
+    host = await makeNetns('host');
+    agent = await runNodeAgent(nodeName, host.name);
+  });
+  afterAll(async () => {
+    await agent?.stop();
+    await deleteAllNetns();
+  });
+  return {
+    get host() {
+      if (!host) throw new Error('withNodeAgent: used before beforeAll ran');
+      return host;
+    },
+  };
+}

@@ -1,0 +1,55 @@
+// The node half of `npm start`: the host namespace for ptp mode, a CNI directory with cnitool and
+// a ptp conflist, and the node agent process.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ip, netnsPath } from '../activities/dataplane/ip';
+import { netnsExists } from '../activities/dataplane/netns';
+import { NodeAgentConfigSchema } from '../domain/config';
+import { loadConfigFile } from '../worker/config-file';
+import { writeCniDir, type CniDir } from './cni-dir';
+import { startTracked, type Tracked } from './processes';
+
+export interface DevNode {
+  agent: Tracked;
+  cni: CniDir;
+  hostNetns: string | undefined;
+}
+
+/** `ip netns add <name>` with loopback up, unless it exists; needs root (CAP_SYS_ADMIN). */
+async function ensureHostNetns(name: string): Promise<void> {
+  if (await netnsExists(name)) return;
+  if (process.getuid?.() !== 0) {
+    console.log(
+      `netlease: not root, so no network namespace ${name}: ptp activations will park until it exists`,
+    );
+    return;
+  }
+  console.log(`netlease: creating network namespace ${name} for the host ends of veth pairs`);
+  await ip(undefined, ['netns', 'add', name]);
+  await ip(name, ['link', 'set', 'dev', 'lo', 'up']);
+}
+
+export async function startDevNode(
+  root: string,
+  stateDir: string,
+  temporalAddress: string,
+): Promise<DevNode> {
+  const configPath = process.env.NETLEASE_NODE_AGENT_CONFIG ?? join(root, 'deploy', 'dev', 'node-agent.yaml');
+  const config = loadConfigFile(configPath, NodeAgentConfigSchema);
+  if (config.temporal.address !== temporalAddress)
+    throw new Error(`${configPath}: temporal.address must be ${temporalAddress}, the dev server's`);
+  if (config.hostNetns && !config.hostNetns.includes('/')) await ensureHostNetns(config.hostNetns);
+
+  const conflist = JSON.parse(readFileSync(join(root, 'deploy', 'dev', 'netlease-ptp.conflist'), 'utf8')) as {
+    name: string;
+  };
+  const cni = writeCniDir(join(stateDir, 'cni'), { [conflist.name]: conflist });
+
+  console.log('netlease: starting the node agent');
+  const agent = startTracked(process.execPath, [
+    join(root, 'dist', 'worker', 'node-agent.js'),
+    '--config',
+    configPath,
+  ]);
+  return { agent, cni, hostNetns: config.hostNetns ? netnsPath(config.hostNetns) : undefined };
+}

@@ -1,0 +1,27 @@
+// The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
+import { hostname } from 'node:os';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createDataplaneActivities } from '../activities/dataplane/attachments';
+import type { NodeAgentConfig } from '../domain/config';
+import { nodeTaskQueue } from '../domain/dataplane';
+
+export interface NodeAgent {
+  worker: Worker;
+  nodeName: string;
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+export async function createNodeAgent(config: NodeAgentConfig): Promise<NodeAgent> {
+  const nodeName = config.nodeName ?? hostname();
+  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const taskQueue = nodeTaskQueue(nodeName);
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue,
+    activities: createDataplaneActivities({ hostNetns: config.hostNetns }),
+    shutdownGraceTime: '10 seconds',
+  });
+  return { worker, nodeName, taskQueue, close: () => connection.close() };
+}
