@@ -6,9 +6,8 @@ import { attachmentDifferences } from '../activities/dataplane/check';
 import { leaseWorkflowId } from '../domain/ids';
 import type { Attachment, LeaseState } from '../domain/lease';
 import { routesFor } from '../domain/routes';
-import { leaseStateQuery } from '../workflows/lease';
 import { consumeLease } from './consume';
-import { deactivateAttachment, isGone } from './deactivate';
+import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { CniEnv } from './env';
 import { CniCode, CniError } from './errors';
 import { collectGarbage } from './gc';
@@ -58,10 +57,7 @@ async function leaseAttachment(
 ): Promise<{ state: LeaseState; attachment: Attachment }> {
   const start = leaseStart(env, conf);
   const workflowId = leaseWorkflowId(start.podUid, start.ifName);
-  const state = await run(conf, async (client) => {
-    if (await isGone(client, workflowId)) return undefined;
-    return client.workflow.getHandle(workflowId).query(leaseStateQuery);
-  });
+  const state = await run(conf, (client) => leaseStateOf(client, workflowId));
   const attachment = state?.attachments.find(
     (a) => a.containerId === env.containerId && a.ifName === env.ifName,
   );

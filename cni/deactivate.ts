@@ -1,9 +1,11 @@
-// DEL and GC both end one attachment through the deactivate update, which is idempotent (a second
-// call finds no attachment). A lease that is gone has nothing left to deactivate.
+// A lease as the shim sees it: gone, or its state. DEL and GC end one attachment through the
+// deactivate update, which is idempotent (a second call finds no attachment); a lease that is
+// gone has nothing left to deactivate.
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { delUpdateId } from '../domain/ids';
-import { deactivateUpdate } from '../workflows/lease';
+import type { LeaseState } from '../domain/lease';
+import { deactivateUpdate, leaseStateQuery } from '../workflows/lease';
 
 export async function isGone(client: Client, workflowId: string): Promise<boolean> {
   try {
@@ -11,6 +13,16 @@ export async function isGone(client: Client, workflowId: string): Promise<boolea
     return description.status.name !== 'RUNNING';
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return true;
+    throw err;
+  }
+}
+
+/** The lease's state, or undefined when it is gone (never started, or closed). */
+export async function leaseStateOf(client: Client, workflowId: string): Promise<LeaseState | undefined> {
+  try {
+    return await client.workflow.getHandle(workflowId).query(leaseStateQuery);
+  } catch (err) {
+    if (await isGone(client, workflowId)) return undefined;
     throw err;
   }
 }

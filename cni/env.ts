@@ -1,4 +1,5 @@
 // The CNI environment contract: CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS, CNI_PATH.
+import { isInterfaceName } from '../domain/lease';
 import { CniCode, CniError } from './errors';
 
 export const COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'GC', 'STATUS'] as const;
@@ -48,7 +49,7 @@ export function readEnv(env: NodeJS.ProcessEnv): CniEnv {
     if (!env[name]) throw new CniError(CniCode.invalidEnv, `missing environment variable ${name}`);
   }
   const ifName = env.CNI_IFNAME ?? '';
-  if (ifName.length > 15 || /[\s/:]/.test(ifName) || ifName === '.' || ifName === '..') {
+  if (ifName && !isInterfaceName(ifName)) {
     throw new CniError(
       CniCode.invalidEnv,
       `invalid CNI_IFNAME "${ifName}"`,

@@ -5,6 +5,10 @@ import type { AddressGrant } from './allocation';
 import type { ActivatedLinks } from './dataplane';
 import { RouteSchema, type Route } from './routes';
 
+/** A Linux interface name (IFNAMSIZ): 1-15 characters, no "/", ":" or whitespace, not "." or "..". */
+export const isInterfaceName = (name: string): boolean =>
+  /^[^\s/:]{1,15}$/.test(name) && name !== '.' && name !== '..';
+
 export const LEASE_PHASES = [
   'Producing',
   'Produced',

@@ -25,6 +25,30 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+export interface Finished {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program to its end (stdin from `input`, empty if none), collecting its output. */
+export function runToEnd(
+  command: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; input?: string } = {},
+): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (exitCode) => resolve({ exitCode, stdout, stderr }));
+    child.stdin?.end(options.input ?? '');
+  });
+}
+
 /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. Waits for the PID to be gone. */
 export async function stopPid(pid: number, graceMs = 10000): Promise<void> {
   if (!isAlive(pid)) return;

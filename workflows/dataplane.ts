@@ -34,10 +34,9 @@ export async function activateOnNode(
   policy: ActivationPolicy | undefined,
 ): Promise<ActivatedLinks | undefined> {
   if (start.mode === 'ipam' || !policy) return undefined;
-  const attempt = `${policy.attemptTimeoutSeconds} seconds`;
   const { activateAttachment } = proxyActivities<DataplaneActivities>({
     taskQueue: nodeTaskQueue(start.nodeName),
-    startToCloseTimeout: attempt,
+    startToCloseTimeout: `${policy.attemptTimeoutSeconds} seconds`,
     scheduleToCloseTimeout: `${activationBudgetSeconds(policy)} seconds`,
     retry: {
       initialInterval: `${policy.initialIntervalSeconds} seconds`,

@@ -2,11 +2,10 @@
 // a link route to each gateway and the lease's routes via it. Host end: the gateways, and a
 // host route to each pod address. Every command is a `replace`, so re-running converges.
 import type { AddressGrant } from '../../domain/allocation';
-import type { Route } from '../../domain/routes';
+import { routeFamily, routeGateway, type Route } from '../../domain/routes';
 import { ip, runIn, type Netns } from './ip';
 
 const hostPrefix = (family: 4 | 6): number => (family === 4 ? 32 : 128);
-const familyOf = (text: string): 4 | 6 => (text.includes(':') ? 6 : 4);
 const dadOff = (family: 4 | 6): string[] => (family === 6 ? ['nodad'] : []);
 
 export async function configurePodEnd(
@@ -34,10 +33,9 @@ export async function configurePodEnd(
     }
   }
   for (const route of routes) {
-    const family = familyOf(route.dst);
-    const gateway = route.gw ?? addresses.find((a) => a.family === family)?.gateway;
+    const gateway = routeGateway(route, addresses);
     const via = gateway ? ['via', gateway] : [];
-    await ip(podNetns, [`-${family}`, 'route', 'replace', route.dst, ...via, 'dev', ifName]);
+    await ip(podNetns, [`-${routeFamily(route)}`, 'route', 'replace', route.dst, ...via, 'dev', ifName]);
   }
 }
 

@@ -6,6 +6,7 @@ import {
   type AttachmentInput,
   type DataplaneActivities,
 } from '../../domain/dataplane';
+import { isInterfaceName } from '../../domain/lease';
 import { configureHostEnd, configurePodEnd, enableForwarding } from './addressing';
 import { pauseAfter } from './failpoint';
 import type { Netns } from './ip';
@@ -26,7 +27,7 @@ function validate(input: AttachmentInput): void {
       DataplaneFailure.invalidInput,
     );
   }
-  if (!/^[^\s/:]{1,15}$/.test(ifName)) {
+  if (!isInterfaceName(ifName)) {
     throw ApplicationFailure.nonRetryable(
       `invalid interface name "${ifName}"`,
       DataplaneFailure.invalidInput,

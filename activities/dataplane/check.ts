@@ -1,6 +1,6 @@
 // CNI CHECK in ptp mode: the pod end in the netns, compared with what the lease says it must be.
 import type { AddressGrant } from '../../domain/allocation';
-import type { Route } from '../../domain/routes';
+import { routeFamily, routeGateway, type Route } from '../../domain/routes';
 import { findLink, globalAddresses, isUp, routesOf } from './links';
 import { attachmentLinkNames } from './names';
 import { netnsExists } from './netns';
@@ -32,12 +32,11 @@ export async function attachmentDifferences(expected: ExpectedAttachment): Promi
     if (!present.includes(cidr))
       problems.push(`${ifName} lacks address ${cidr} (has ${present.join(', ') || 'none'})`);
   }
-  const families = [...new Set(expected.routes.map((r) => (r.dst.includes(':') ? 6 : 4) as 4 | 6))];
+  const families = [...new Set(expected.routes.map(routeFamily))];
   const installed = (await Promise.all(families.map((f) => routesOf(netns, f, ifName)))).flat();
   const keys = new Set(installed.map((r) => routeKey(r.dst, r.gateway)));
   for (const route of expected.routes) {
-    const gw =
-      route.gw ?? expected.addresses.find((a) => a.family === (route.dst.includes(':') ? 6 : 4))?.gateway;
+    const gw = routeGateway(route, expected.addresses);
     if (!keys.has(routeKey(route.dst, gw)))
       problems.push(`route ${route.dst} via ${gw ?? ifName} is missing`);
   }

@@ -51,3 +51,6 @@ export function knownNodes(client: Client, taskQueue: string): Promise<KnownNode
 
 export const leasesOfPod = (client: Client, taskQueue: string, podUid: string) =>
   knownLeases(client, taskQueue, ` AND PodUID = '${podUid.replace(/'/g, '')}'`);
+
+export const leasesOfNode = (client: Client, taskQueue: string, nodeName: string) =>
+  knownLeases(client, taskQueue, ` AND NodeName = '${nodeName.replace(/'/g, '')}'`);

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { ip, ipJson, netnsPath, runIn } from '../../activities/dataplane/ip';
 import { LinkSchema, routesOf, type Link, type RouteEntry } from '../../activities/dataplane/links';
+import { isHostLinkName } from '../../activities/dataplane/names';
 
 export interface TestNetns {
   name: string;
@@ -56,4 +57,4 @@ export async function deleteAllNetns(): Promise<void> {
 }
 
 /** Links named like netlease host ends (`nl` + 13 hex digits). */
-export const hostEnds = (links: Link[]): Link[] => links.filter((l) => /^nl[0-9a-f]{13}$/.test(l.ifname));
+export const hostEnds = (links: Link[]): Link[] => links.filter((l) => isHostLinkName(l.ifname));

@@ -1,7 +1,7 @@
 // Runs the real CNI executable (bin/netlease) as the runtime would: env + stdin → stdout.
-import { spawn } from 'node:child_process';
 import { dirname } from 'node:path';
 import { SHIM } from '../../tools/cni-dir';
+import { runToEnd, type Finished } from '../../tools/processes';
 
 export interface ShimCall {
   command: string;
@@ -14,10 +14,7 @@ export interface ShimCall {
   env?: Record<string, string | undefined>;
 }
 
-export interface ShimOutcome {
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
+export interface ShimOutcome extends Finished {
   json?: Record<string, unknown>;
 }
 
@@ -27,7 +24,7 @@ export function cniArgs(args: Record<string, string>): string {
     .join(';');
 }
 
-export function runShim(call: ShimCall): Promise<ShimOutcome> {
+export async function runShim(call: ShimCall): Promise<ShimOutcome> {
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     CNI_COMMAND: call.command,
@@ -41,24 +38,17 @@ export function runShim(call: ShimCall): Promise<ShimOutcome> {
   const clean = Object.fromEntries(
     Object.entries(env).filter(([, v]) => v !== undefined),
   ) as NodeJS.ProcessEnv;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SHIM], { env: clean, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (exitCode) => {
-      let json: Record<string, unknown> | undefined;
-      try {
-        json = stdout.trim() ? (JSON.parse(stdout) as Record<string, unknown>) : undefined;
-      } catch {
-        json = undefined;
-      }
-      resolve({ exitCode, stdout, stderr, json });
-    });
-    child.stdin.end(typeof call.stdin === 'string' ? call.stdin : JSON.stringify(call.stdin));
-  });
+  const input = typeof call.stdin === 'string' ? call.stdin : JSON.stringify(call.stdin);
+  const outcome = await runToEnd(process.execPath, [SHIM], { env: clean, input });
+  return { ...outcome, json: parsedJson(outcome.stdout) };
+}
+
+function parsedJson(stdout: string): Record<string, unknown> | undefined {
+  try {
+    return stdout.trim() ? (JSON.parse(stdout) as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs `tasks` with at most `limit` in flight. */
