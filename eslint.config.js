@@ -39,6 +39,22 @@ const deterministic = {
   '@typescript-eslint/consistent-type-imports': 'error',
 };
 
+// Folder boundaries (test/unit/architecture checks the same, and that there are no circles):
+// kernel work, Kubernetes reading and Temporal client helpers stand below activities and the CNI.
+const layer = (forbidden) => ({
+  'no-restricted-imports': [
+    'error',
+    {
+      patterns: [
+        {
+          group: forbidden.flatMap((folder) => [`**/${folder}/**`, `**/${folder}`]),
+          message: 'This folder must not depend on that layer (see test/unit/architecture).',
+        },
+      ],
+    },
+  ],
+});
+
 module.exports = tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.netlease/**', 'coverage/**'] },
   js.configs.recommended,
@@ -52,6 +68,20 @@ module.exports = tseslint.config(
     },
   },
   { files: ['domain/**/*.ts', 'workflows/**/*.ts'], rules: deterministic },
+  {
+    files: ['kernel/**/*.ts'],
+    rules: layer(['workflows', 'activities', 'kubernetes', 'temporal', 'worker', 'cni', 'tools']),
+  },
+  {
+    files: ['kubernetes/**/*.ts'],
+    rules: layer(['workflows', 'activities', 'kernel', 'temporal', 'worker', 'cni', 'tools']),
+  },
+  {
+    files: ['temporal/**/*.ts'],
+    rules: layer(['activities', 'kernel', 'kubernetes', 'worker', 'cni', 'tools']),
+  },
+  { files: ['activities/**/*.ts'], rules: layer(['worker', 'cni', 'tools']) },
+  { files: ['cni/**/*.ts'], rules: layer(['activities', 'worker', 'tools']) },
   // Workflows get replay-safe Date and Math.random from the sandbox; domain code takes time as input.
   {
     files: ['domain/**/*.ts'],

@@ -4,13 +4,21 @@ import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/c
 import type { AddressGrant } from '../domain/allocation';
 import type { ActivationPolicy } from '../domain/config';
 import { allocateUpdateId, nodeWorkflowId, releaseUpdateId } from '../domain/ids';
+import { FailureType } from '../domain/lease';
 import { NodeName } from '../domain/search-attributes';
-import { allocateUpdate, nodeWorkflow, releaseUpdate } from '../workflows/node';
+import {
+  allocateUpdate,
+  NODE_WORKFLOW_TYPE,
+  releaseUpdate,
+  type NodeInput,
+} from '../workflows/node-messages';
 import { poolSpec, type ControlDeps } from './deps';
 import { callUpdate } from './update-call';
 
 export interface ProduceInput {
   leaseId: string;
+  /** The lease workflow's run id: scopes the allocation to this run of the lease. */
+  run: string;
   podUid: string;
   nodeName: string;
   pool: string;
@@ -22,20 +30,27 @@ export interface Produced {
 }
 
 export function addressActivities({ client, config, reader }: ControlDeps) {
-  /** The node's UID by a quorum read; '' without a cluster. A missing node is retried. */
+  /**
+   * The node's UID by a quorum read; '' without a cluster. No Node of that name is a mistake in
+   * the request (a typo in the CNI config's nodeName), never something to wait for: the kubelet
+   * registers its Node before it runs a pod.
+   */
   const currentIncarnation = async (nodeName: string): Promise<string> => {
     if (!reader) return '';
     const uid = await reader.nodeUid(nodeName);
     if (uid === undefined)
-      throw ApplicationFailure.retryable(`node ${nodeName} does not exist`, 'NodeUnknown');
+      throw ApplicationFailure.nonRetryable(
+        `nodeName: node "${nodeName}" does not exist in the cluster`,
+        FailureType.nodeUnknown,
+      );
     return uid;
   };
 
   const startNode = (nodeName: string) =>
-    new WithStartWorkflowOperation(nodeWorkflow, {
+    new WithStartWorkflowOperation(NODE_WORKFLOW_TYPE, {
       workflowId: nodeWorkflowId(nodeName),
       taskQueue: config.temporal.taskQueue,
-      args: [{ nodeName, historyLimit: config.nodeHistoryLimit }],
+      args: [{ nodeName, historyLimit: config.nodeHistoryLimit } satisfies NodeInput],
       workflowIdConflictPolicy: 'USE_EXISTING',
       typedSearchAttributes: [{ key: NodeName, value: nodeName }],
     });
@@ -46,8 +61,8 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
       const incarnation = await currentIncarnation(input.nodeName);
       const addresses = await callUpdate(() =>
         client.workflow.executeUpdateWithStart(allocateUpdate, {
-          args: [{ owner: input.leaseId, podUid: input.podUid, pool, incarnation }],
-          updateId: allocateUpdateId(input.leaseId),
+          args: [{ owner: input.leaseId, podUid: input.podUid, pool, incarnation, run: input.run }],
+          updateId: allocateUpdateId(input.leaseId, input.run),
           startWorkflowOperation: startNode(input.nodeName),
         }),
       );
@@ -60,9 +75,14 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
         return await callUpdate(() =>
           handle.executeUpdate(releaseUpdate, {
             args: [
-              { owner: input.leaseId, pool: input.pool, cooldownMs: config.reuseCooldownSeconds * 1000 },
+              {
+                owner: input.leaseId,
+                pool: input.pool,
+                cooldownMs: config.reuseCooldownSeconds * 1000,
+                run: input.run,
+              },
             ],
-            updateId: releaseUpdateId(input.leaseId),
+            updateId: releaseUpdateId(input.leaseId, input.run),
           }),
         );
       } catch (err) {

@@ -3,7 +3,12 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { Family } from '../domain/cidr';
 import type { PoolSpec } from '../domain/config';
 import { poolWorkflowId } from '../domain/ids';
-import { acquireBlockUpdate, poolWorkflow, returnBlocksUpdate } from '../workflows/pool';
+import {
+  acquireBlockUpdate,
+  POOL_WORKFLOW_TYPE,
+  returnBlocksUpdate,
+  type PoolInput,
+} from '../workflows/pool-messages';
 import type { ControlDeps } from './deps';
 import { callUpdate } from './update-call';
 
@@ -32,10 +37,10 @@ export function blockActivities({ client, config }: ControlDeps) {
             { node: input.node, incarnation: input.incarnation, family: input.family, spec: input.pool },
           ],
           updateId: input.updateId,
-          startWorkflowOperation: new WithStartWorkflowOperation(poolWorkflow, {
+          startWorkflowOperation: new WithStartWorkflowOperation(POOL_WORKFLOW_TYPE, {
             workflowId: poolWorkflowId(input.pool.name),
             taskQueue: config.temporal.taskQueue,
-            args: [{ spec: input.pool, historyLimit: config.nodeHistoryLimit }],
+            args: [{ spec: input.pool, historyLimit: config.nodeHistoryLimit } satisfies PoolInput],
             workflowIdConflictPolicy: 'USE_EXISTING',
           }),
         }),

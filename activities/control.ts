@@ -2,7 +2,7 @@
 import { addressActivities } from './addresses';
 import { blockActivities } from './blocks';
 import type { ControlDeps } from './deps';
-import { reconcileActivities } from './k8s/reconcile';
+import { reconcileActivities } from './reconcile';
 
 export function createControlActivities(deps: ControlDeps) {
   return { ...addressActivities(deps), ...blockActivities(deps), ...reconcileActivities(deps) };

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { NetleaseConfig, PoolSpec } from '../domain/config';
 import { FailureType } from '../domain/lease';
-import type { ClusterReader } from './k8s/cluster-reader';
+import type { ClusterReader } from '../kubernetes/cluster-reader';
 
 export interface ControlDeps {
   client: Client;

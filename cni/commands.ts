@@ -2,7 +2,7 @@
 // compares the lease (and in ptp mode the real interface) with what the runtime holds, GC drops
 // attachments the runtime no longer lists, VERSION and STATUS report on the plugin.
 import type { Client } from '@temporalio/client';
-import { attachmentDifferences } from '../activities/dataplane/check';
+import { attachmentDifferences } from '../kernel/attachment-check';
 import { leaseWorkflowId } from '../domain/ids';
 import type { Attachment, LeaseState } from '../domain/lease';
 import { routesFor } from '../domain/routes';

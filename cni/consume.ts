@@ -5,7 +5,7 @@ import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { addUpdateId, leaseWorkflowId } from '../domain/ids';
 import type { ConsumeRequest, LeaseGrant, LeaseStart } from '../domain/lease';
 import { IfName, LeasePhase, NodeName, PodRef, PodUID } from '../domain/search-attributes';
-import { consumeUpdate, leaseWorkflow } from '../workflows/lease';
+import { consumeUpdate, LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
 
 export const podRef = (start: LeaseStart): string =>
   start.podName ? `${start.podNamespace}/${start.podName}` : start.podUid;
@@ -19,10 +19,10 @@ export function consumeLease(
   return client.workflow.executeUpdateWithStart(consumeUpdate, {
     args: [request],
     updateId: addUpdateId(request.containerId, request.ifName, randomUUID()),
-    startWorkflowOperation: new WithStartWorkflowOperation(leaseWorkflow, {
+    startWorkflowOperation: new WithStartWorkflowOperation(LEASE_WORKFLOW_TYPE, {
       workflowId: leaseWorkflowId(start.podUid, start.ifName),
       taskQueue,
-      args: [start],
+      args: [start satisfies LeaseStart],
       workflowIdConflictPolicy: 'USE_EXISTING',
       staticSummary: `${podRef(start)} ${start.ifName} on ${start.nodeName}`,
       typedSearchAttributes: [

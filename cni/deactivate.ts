@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { delUpdateId } from '../domain/ids';
 import type { LeaseState } from '../domain/lease';
-import { deactivateUpdate, leaseStateQuery } from '../workflows/lease';
+import { deactivateUpdate, leaseStateQuery } from '../workflows/lease-messages';
 
 export async function isGone(client: Client, workflowId: string): Promise<boolean> {
   try {

@@ -1,7 +1,7 @@
 // CNI GC: every attachment of this network on this node that the runtime no longer lists is
 // deactivated, as a DEL would. Leases are found by their search attributes.
 import type { Client } from '@temporalio/client';
-import { leasesOfNode } from '../activities/k8s/known-set';
+import { leasesOfNode } from '../temporal/visibility';
 import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { NetConf, ValidAttachment } from './netconf';
 

@@ -1,6 +1,6 @@
 // CNI results for a lease grant, in the version the runtime asked for.
 import type { AddressGrant } from '../domain/allocation';
-import type { ActivatedLinks } from '../domain/dataplane';
+import type { ActivatedLinks } from '../domain/lease';
 import type { Route } from '../domain/routes';
 
 export interface CniInterface {

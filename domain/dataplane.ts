@@ -1,7 +1,7 @@
 // The seam between lease workflows and the node agent: what activation and deactivation get.
 import type { AddressGrant } from './allocation';
 import type { ActivationPolicy } from './config';
-import type { Attachment, LeaseStart } from './lease';
+import type { ActivatedLinks, Attachment, LeaseStart } from './lease';
 import type { Route } from './routes';
 
 export const nodeTaskQueue = (nodeName: string): string => `netlease-node-${nodeName}`;
@@ -12,18 +12,6 @@ export interface AttachmentInput {
   attachment: Pick<Attachment, 'containerId' | 'netns' | 'ifName'>;
   addresses: AddressGrant[];
   routes: Route[];
-}
-
-/** A link activation made: the host end (no sandbox) or the pod end (sandbox = its netns). */
-export interface LinkInfo {
-  name: string;
-  mac: string;
-  sandbox?: string;
-}
-
-export interface ActivatedLinks {
-  host: LinkInfo;
-  container: LinkInfo;
 }
 
 /** Node-local steps, run by the node agent on `netlease-node-<node>`. Both are idempotent. */

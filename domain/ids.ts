@@ -15,8 +15,8 @@ export const delUpdateId = (containerId: string, ifName: string, call: string): 
   `del/${containerId}/${ifName}/${call}`;
 
 /** Update ids of workflow-to-workflow calls, derived from the caller so retries de-duplicate. */
-export const allocateUpdateId = (leaseId: string): string => `allocate/${leaseId}`;
-export const releaseUpdateId = (leaseId: string): string => `release/${leaseId}`;
+export const allocateUpdateId = (leaseId: string, run: string): string => `allocate/${leaseId}/${run}`;
+export const releaseUpdateId = (leaseId: string, run: string): string => `release/${leaseId}/${run}`;
 export const acquireBlockUpdateId = (
   node: string,
   incarnation: string,

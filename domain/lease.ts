@@ -2,7 +2,6 @@
 // a boundary (CNI shim → lease workflow, operator → lease workflow).
 import { z } from 'zod';
 import type { AddressGrant } from './allocation';
-import type { ActivatedLinks } from './dataplane';
 import { RouteSchema, type Route } from './routes';
 
 /** A Linux interface name (IFNAMSIZ): 1-15 characters, no "/", ":" or whitespace, not "." or "..". */
@@ -65,6 +64,18 @@ export const ReleaseSchema = z.object({
 });
 export type ReleaseRequest = z.input<typeof ReleaseSchema>;
 
+/** A link activation made: the host end (no sandbox) or the pod end (sandbox = its netns). */
+export interface LinkInfo {
+  name: string;
+  mac: string;
+  sandbox?: string;
+}
+
+export interface ActivatedLinks {
+  host: LinkInfo;
+  container: LinkInfo;
+}
+
 /** pending: waiting for activation; parked: activation budget spent, waits for `retry`. */
 export type AttachmentStatus = 'pending' | 'activating' | 'active' | 'parked';
 
@@ -104,4 +115,6 @@ export const FailureType = {
   released: 'LeaseReleased',
   activationFailed: 'ActivationFailed',
   conflict: 'AddressConflict',
+  /** The CNI config's nodeName names no Node of the cluster. */
+  nodeUnknown: 'NodeUnknown',
 } as const;

@@ -4,7 +4,7 @@
 //   node dist/tools/demo-pod.js delete <name>    delete it (grace period 0)
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { connectKube } from '../activities/k8s/kube';
+import { connectKube } from '../kubernetes/kube';
 
 const kubeconfig = process.env.KUBECONFIG ?? join(__dirname, '..', '..', '.netlease', 'kube', 'kubeconfig');
 const namespace = 'default';

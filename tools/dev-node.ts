@@ -2,8 +2,8 @@
 // a ptp conflist, and the node agent process.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ip, netnsPath } from '../activities/dataplane/ip';
-import { netnsExists } from '../activities/dataplane/netns';
+import { ip, netnsPath } from '../kernel/ip';
+import { netnsExists } from '../kernel/netns';
 import { NodeAgentConfigSchema } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
 import { writeCniDir, type CniDir } from './cni-dir';

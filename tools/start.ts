@@ -4,7 +4,7 @@
 import { mkdirSync, openSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
-import { connectKube, isNotFound } from '../activities/k8s/kube';
+import { connectKube, isNotFound } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
 import { startDevNode } from './dev-node';

@@ -3,8 +3,8 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createControlActivities } from '../activities/control';
-import { ClusterReader } from '../activities/k8s/cluster-reader';
-import { connectKube } from '../activities/k8s/kube';
+import { ClusterReader } from '../kubernetes/cluster-reader';
+import { connectKube } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { prebuiltBundle } from './bundle';
 import { ensureReconcileSchedule } from './reconcile-schedule';

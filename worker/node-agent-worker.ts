@@ -1,7 +1,7 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
 import { hostname } from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { createDataplaneActivities } from '../activities/dataplane/attachments';
+import { createDataplaneActivities } from '../activities/dataplane';
 import type { NodeAgentConfig } from '../domain/config';
 import { nodeTaskQueue } from '../domain/dataplane';
 

@@ -7,12 +7,11 @@ import {
   activationBudgetSeconds,
   DataplaneFailure,
   nodeTaskQueue,
-  type ActivatedLinks,
   type AttachmentInput,
   type DataplaneActivities,
 } from '../domain/dataplane';
 import { leaseWorkflowId } from '../domain/ids';
-import type { Attachment, LeaseStart } from '../domain/lease';
+import type { ActivatedLinks, Attachment, LeaseStart } from '../domain/lease';
 import { routesFor } from '../domain/routes';
 
 const input = (start: LeaseStart, attachment: Attachment, addresses: AddressGrant[]): AttachmentInput => ({

@@ -16,3 +16,5 @@ export const releaseSignal = defineSignal<[ReleaseRequest]>('release');
 /** Sent by hand (UI Signal form or CLI) to run a parked activation again. */
 export const retrySignal = defineSignal<[]>('retry');
 export const leaseStateQuery = defineQuery<LeaseState>('state');
+
+export const LEASE_WORKFLOW_TYPE = 'leaseWorkflow';

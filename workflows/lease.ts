@@ -1,7 +1,9 @@
 // lease/<podUID>/<ifName>: one pod interface from produce to release. The reservation made at
 // produce time stays bound to the pod until release (seed 003: nothing is popped at consume).
+// Phases, each a method of Lease: produce → consume → activate → confirmRunning → release.
 import {
   ApplicationFailure,
+  CancellationScope,
   allHandlersFinished,
   condition,
   isCancellation,
@@ -9,15 +11,19 @@ import {
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import type { ActivationPolicy } from '../domain/config';
+import { leaseWorkflowId } from '../domain/ids';
 import {
   ConsumeSchema,
   DeactivateSchema,
   FailureType,
   ReleaseSchema,
   type Attachment,
+  type ConsumeRequest,
+  type DeactivateRequest,
   type LeaseGrant,
   type LeasePhase as Phase,
   type LeaseStart,
@@ -26,7 +32,7 @@ import {
 } from '../domain/lease';
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
 import { activateOnNode, deactivateOnNode } from './dataplane';
-import { validated } from './validated';
+import { describe, toApplicationFailure } from './failures';
 import {
   consumeUpdate,
   deactivateUpdate,
@@ -35,181 +41,260 @@ import {
   releaseSignal,
   retrySignal,
 } from './lease-messages';
-
-export { consumeUpdate, deactivateUpdate, leaseStateQuery, podRunningSignal, releaseSignal, retrySignal };
-import { describe, toApplicationFailure } from './failures';
+import { validated } from './validated';
 
 const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '200 ms',
     maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: [FailureType.invalidConfig, FailureType.exhausted, FailureType.conflict],
+    nonRetryableErrorTypes: [
+      FailureType.invalidConfig,
+      FailureType.nodeUnknown,
+      FailureType.exhausted,
+      FailureType.conflict,
+      FailureType.released,
+    ],
   },
 });
 
 export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
-  const leaseId = `lease/${start.podUid}/${start.ifName}`;
-  const state: LeaseState = { phase: 'Producing', start, addresses: [], attachments: [] };
-  let policy: ActivationPolicy | undefined;
-  let produceFailure: ApplicationFailure | undefined;
-  let release: ReleaseRequest | undefined;
-  let podRunning = false;
+  const lease = new Lease(start);
+  lease.registerHandlers();
+  if (await lease.produce()) await lease.activateUntilReleased();
+  await lease.release();
+  await condition(allHandlersFinished);
+  return lease.state;
+}
 
-  const enter = (phase: Phase, details: string) => {
-    state.phase = phase;
-    upsertSearchAttributes([
-      { key: LeasePhase, value: phase },
-      { key: IPAddresses, value: state.addresses.map((a) => a.address) },
-    ]);
-    setCurrentDetails(`${phase}: ${details}`);
-  };
-  const grantFor = (attachment: Attachment): LeaseGrant => ({
-    leaseId,
-    addresses: state.addresses,
-    containerId: attachment.containerId,
-    ifName: attachment.ifName,
-    ...(attachment.links ? { links: attachment.links } : {}),
-  });
-  const releasing = () => release !== undefined;
+class Lease {
+  readonly state: LeaseState;
+  private readonly leaseId: string;
+  private policy: ActivationPolicy | undefined;
+  private produceFailure: ApplicationFailure | undefined;
+  private releaseRequest: ReleaseRequest | undefined;
+  private podRunning = false;
+
+  constructor(private readonly start: LeaseStart) {
+    this.leaseId = leaseWorkflowId(start.podUid, start.ifName);
+    this.state = { phase: 'Producing', start, addresses: [], attachments: [] };
+  }
+
+  registerHandlers(): void {
+    setHandler(consumeUpdate, (request) => this.consume(request), {
+      validator: validated(ConsumeSchema, 'consume'),
+    });
+    setHandler(deactivateUpdate, (request) => this.deactivateSandbox(request), {
+      validator: validated(DeactivateSchema, 'deactivate'),
+    });
+    setHandler(podRunningSignal, () => this.confirmRunning());
+    setHandler(releaseSignal, (request) => {
+      this.releaseRequest ??= ReleaseSchema.parse(request);
+    });
+    setHandler(retrySignal, () => this.retryParked());
+    setHandler(leaseStateQuery, () => this.state);
+  }
+
+  /** produce: reserve the addresses for this pod. A release meanwhile cancels it. */
+  async produce(): Promise<boolean> {
+    setCurrentDetails(`Producing: reserving addresses on node ${this.start.nodeName}`);
+    try {
+      const produced = await this.cancelledByRelease(() =>
+        produceAddresses({
+          leaseId: this.leaseId,
+          run: workflowInfo().runId,
+          podUid: this.start.podUid,
+          nodeName: this.start.nodeName,
+          pool: this.start.pool,
+        }),
+      );
+      this.state.addresses = produced.addresses;
+      this.policy = produced.activation;
+      this.enter('Produced', 'addresses reserved; waiting for a CNI ADD');
+      return true;
+    } catch (err) {
+      if (isCancellation(err) && this.releasing()) return false;
+      if (isCancellation(err)) throw err;
+      this.produceFailure = toApplicationFailure(err, FailureType.invalidConfig);
+      this.state.lastError = this.produceFailure.message;
+      return false;
+    }
+  }
+
+  /** consume: a CNI ADD claims the lease for one sandbox and waits for its activation. */
+  private async consume(request: ConsumeRequest): Promise<LeaseGrant> {
+    await condition(() => this.state.addresses.length > 0 || this.isOver());
+    if (this.produceFailure) throw this.produceFailure;
+    if (this.releasing()) throw failure(`lease is ${this.state.phase}`, FailureType.released);
+    const attachment = this.claim(request);
+    await condition(
+      () => attachment.status === 'active' || attachment.status === 'parked' || this.releasing(),
+    );
+    if (attachment.status !== 'active') {
+      throw failure(
+        `activation failed: ${this.state.lastError ?? this.state.phase}`,
+        FailureType.activationFailed,
+      );
+    }
+    return this.grantFor(attachment);
+  }
+
+  /** The sandbox's attachment; a repeated ADD of a parked one is a retry. */
+  private claim(request: ConsumeRequest): Attachment {
+    const same = this.attachmentOf(request);
+    if (same) {
+      if (same.status === 'parked') same.status = 'pending';
+      return same;
+    }
+    const attachment: Attachment = { ...request, status: 'pending' };
+    this.state.attachments.push(attachment);
+    this.enter('Consumed', `claimed by sandbox ${request.containerId.slice(0, 12)}`);
+    return attachment;
+  }
+
+  /** Activates each claimed attachment in turn until the lease is released. */
+  async activateUntilReleased(): Promise<void> {
+    const next = () => this.state.attachments.find((a) => a.status === 'pending');
+    while (!this.releasing()) {
+      await condition(() => this.releasing() || next() !== undefined);
+      const attachment = next();
+      if (attachment && !this.releasing()) await this.activate(attachment);
+    }
+  }
+
+  /** activate: one run of the node-local steps with the policy's retry budget; parks when spent. */
+  private async activate(attachment: Attachment): Promise<void> {
+    attachment.status = 'activating';
+    this.enter('Activating', `configuring ${attachment.ifName} in ${attachment.netns || 'the runtime'}`);
+    try {
+      attachment.links = await activateOnNode(this.start, attachment, this.state.addresses, this.policy);
+      attachment.status = 'active';
+      this.state.lastError = undefined;
+      if (this.podRunning) this.enter('Running', 'pod is Running');
+      else {
+        this.enter('Active', 'interface ready; waiting for the pod to be Running');
+        void this.watchForStall();
+      }
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      this.park(attachment, err);
+    }
+  }
+
+  private park(attachment: Attachment, err: unknown): void {
+    attachment.status = 'parked';
+    this.state.lastError = describe(err);
+    this.enter(
+      'ActivationFailed',
+      `retries spent; last error: ${this.state.lastError}; send the "retry" signal to try again`,
+    );
+  }
+
+  /** The `retry` signal: every parked attachment is activated again with a fresh budget. */
+  private retryParked(): void {
+    for (const attachment of this.state.attachments)
+      if (attachment.status === 'parked') attachment.status = 'pending';
+  }
+
+  /** confirm-running: the pod with this UID is Running (watch hint verified by a quorum read). */
+  private confirmRunning(): void {
+    this.podRunning = true;
+    if (this.state.phase === 'Active' || this.state.phase === 'Stalled')
+      this.enter('Running', 'pod is Running');
+  }
 
   /** Active for too long without the pod Running: visible as Stalled, never released for it. */
-  const watchForStall = async () => {
-    const seconds = policy?.stalledAfterSeconds ?? 600;
-    const settled = await condition(() => podRunning || state.phase !== 'Active', `${seconds} seconds`);
-    if (!settled && state.phase === 'Active')
-      enter('Stalled', `active for ${seconds} s but the pod is not Running`);
-  };
+  private async watchForStall(): Promise<void> {
+    const seconds = this.policy?.stalledAfterSeconds ?? 600;
+    const settled = await condition(
+      () => this.podRunning || this.state.phase !== 'Active',
+      `${seconds} seconds`,
+    );
+    if (!settled && this.state.phase === 'Active')
+      this.enter('Stalled', `active for ${seconds} s but the pod is not Running`);
+  }
+
+  /** A CNI DEL: only this sandbox's attachment ends; the addresses stay with the pod. */
+  private async deactivateSandbox(request: DeactivateRequest): Promise<boolean> {
+    const attachment = this.attachmentOf(request);
+    if (!attachment) return false;
+    await condition(() => attachment.status !== 'activating');
+    this.state.attachments = this.state.attachments.filter((a) => a !== attachment);
+    await this.deactivate(attachment);
+    if (!this.releasing() && !this.state.attachments.some((a) => a.status === 'active')) {
+      this.enter('Produced', 'sandbox deleted; address held for the pod until it is gone');
+    }
+    return true;
+  }
+
+  /** release: deactivate on the node (skipped when the node is gone), return the addresses. */
+  async release(): Promise<void> {
+    if (this.produceFailure) {
+      this.enter('Released', `produce failed: ${this.produceFailure.message}`);
+      return;
+    }
+    const request = this.releaseRequest ?? { reason: 'released', nodeGone: false };
+    this.state.releaseReason = request.reason;
+    this.enter('Releasing', `${request.reason}; deactivating and returning addresses`);
+    if (!request.nodeGone) {
+      for (const attachment of this.state.attachments) await this.deactivate(attachment);
+    }
+    this.state.attachments = [];
+    await returnAddresses({
+      leaseId: this.leaseId,
+      run: workflowInfo().runId,
+      nodeName: this.start.nodeName,
+      pool: this.start.pool,
+    });
+    this.enter('Released', `${request.reason}; addresses returned`);
+  }
 
   /** A node that stays unreachable past the deactivation budget must not wedge DEL or release. */
-  const deactivate = async (attachment: Attachment): Promise<void> => {
+  private async deactivate(attachment: Attachment): Promise<void> {
     try {
-      await deactivateOnNode(start, attachment, state.addresses);
+      await deactivateOnNode(this.start, attachment, this.state.addresses);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      state.lastError = `deactivating ${attachment.ifName} of ${attachment.containerId.slice(0, 12)} gave up: ${describe(err)}`;
+      this.state.lastError = `deactivating ${attachment.ifName} of ${attachment.containerId.slice(0, 12)} gave up: ${describe(err)}`;
     }
-  };
-
-  const nextToActivate = () => state.attachments.find((a) => a.status === 'pending');
-
-  /** One activation run (the activity retries inside the policy's budget); parks when spent. */
-  const activate = async (attachment: Attachment): Promise<void> => {
-    attachment.status = 'activating';
-    enter('Activating', `configuring ${attachment.ifName} in ${attachment.netns || 'the runtime'}`);
-    try {
-      attachment.links = await activateOnNode(start, attachment, state.addresses, policy);
-      attachment.status = 'active';
-      state.lastError = undefined;
-      if (podRunning) enter('Running', 'pod is Running');
-      else {
-        enter('Active', 'interface ready; waiting for the pod to be Running');
-        void watchForStall();
-      }
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      attachment.status = 'parked';
-      state.lastError = describe(err);
-      enter(
-        'ActivationFailed',
-        `retries spent; last error: ${state.lastError}; send the "retry" signal to try again`,
-      );
-    }
-  };
-
-  setHandler(
-    consumeUpdate,
-    async (request) => {
-      await condition(() => state.addresses.length > 0 || produceFailure !== undefined || releasing());
-      if (produceFailure) throw produceFailure;
-      if (releasing()) throw failure(`lease is ${state.phase}`, FailureType.released);
-      const same = state.attachments.find(
-        (a) => a.containerId === request.containerId && a.ifName === request.ifName,
-      );
-      const attachment = same ?? { ...request, status: 'pending' };
-      if (!same) {
-        state.attachments.push(attachment);
-        enter('Consumed', `claimed by sandbox ${request.containerId.slice(0, 12)}`);
-      } else if (same.status === 'parked') {
-        same.status = 'pending'; // a repeated ADD is a retry
-      }
-      await condition(() => attachment.status === 'active' || attachment.status === 'parked' || releasing());
-      if (attachment.status !== 'active') {
-        throw failure(`activation failed: ${state.lastError ?? state.phase}`, FailureType.activationFailed);
-      }
-      return grantFor(attachment);
-    },
-    { validator: validated(ConsumeSchema, 'consume') },
-  );
-
-  setHandler(
-    deactivateUpdate,
-    async (request) => {
-      const index = state.attachments.findIndex(
-        (a) => a.containerId === request.containerId && a.ifName === request.ifName,
-      );
-      const attachment = state.attachments[index];
-      if (!attachment) return false;
-      await condition(() => attachment.status !== 'activating');
-      state.attachments = state.attachments.filter((a) => a !== attachment);
-      await deactivate(attachment);
-      if (!releasing() && !state.attachments.some((a) => a.status === 'active')) {
-        enter('Produced', 'sandbox deleted; address held for the pod until it is gone');
-      }
-      return true;
-    },
-    { validator: validated(DeactivateSchema, 'deactivate') },
-  );
-
-  setHandler(podRunningSignal, () => {
-    podRunning = true;
-    if (state.phase === 'Active' || state.phase === 'Stalled') enter('Running', 'pod is Running');
-  });
-  setHandler(releaseSignal, (request) => {
-    release ??= ReleaseSchema.parse(request);
-  });
-  setHandler(retrySignal, () => {
-    for (const attachment of state.attachments)
-      if (attachment.status === 'parked') attachment.status = 'pending';
-  });
-  setHandler(leaseStateQuery, () => state);
-
-  // produce: reserve the addresses for this pod.
-  setCurrentDetails(`Producing: reserving addresses on node ${start.nodeName}`);
-  try {
-    const produced = await produceAddresses({
-      leaseId,
-      podUid: start.podUid,
-      nodeName: start.nodeName,
-      pool: start.pool,
-    });
-    state.addresses = produced.addresses;
-    policy = produced.activation;
-    enter('Produced', 'addresses reserved; waiting for a CNI ADD');
-  } catch (err) {
-    produceFailure = toApplicationFailure(err, FailureType.invalidConfig);
-    state.lastError = produceFailure.message;
-    enter('Released', `produce failed: ${produceFailure.message}`);
-    await condition(allHandlersFinished);
-    throw produceFailure;
   }
 
-  while (!releasing()) {
-    await condition(() => releasing() || nextToActivate() !== undefined);
-    const next = nextToActivate();
-    if (next && !releasing()) await activate(next);
+  private async cancelledByRelease<T>(work: () => Promise<T>): Promise<T> {
+    const scope = new CancellationScope();
+    void condition(() => this.releasing()).then(() => scope.cancel());
+    return scope.run(work);
   }
-  const request = release as ReleaseRequest;
-  state.releaseReason = request.reason;
-  enter('Releasing', `${request.reason}; deactivating and returning addresses`);
-  if (!request.nodeGone) {
-    for (const attachment of state.attachments) await deactivate(attachment);
+
+  private enter(phase: Phase, details: string): void {
+    this.state.phase = phase;
+    upsertSearchAttributes([
+      { key: LeasePhase, value: phase },
+      { key: IPAddresses, value: this.state.addresses.map((a) => a.address) },
+    ]);
+    setCurrentDetails(`${phase}: ${details}`);
   }
-  state.attachments = [];
-  await returnAddresses({ leaseId, nodeName: start.nodeName, pool: start.pool });
-  enter('Released', `${request.reason}; addresses returned`);
-  await condition(allHandlersFinished);
-  return state;
+
+  private attachmentOf(key: { containerId: string; ifName: string }): Attachment | undefined {
+    return this.state.attachments.find((a) => a.containerId === key.containerId && a.ifName === key.ifName);
+  }
+
+  private grantFor(attachment: Attachment): LeaseGrant {
+    return {
+      leaseId: this.leaseId,
+      addresses: this.state.addresses,
+      containerId: attachment.containerId,
+      ifName: attachment.ifName,
+      ...(attachment.links ? { links: attachment.links } : {}),
+    };
+  }
+
+  private releasing(): boolean {
+    return this.releaseRequest !== undefined;
+  }
+
+  private isOver(): boolean {
+    return this.produceFailure !== undefined || this.releasing();
+  }
 }
 
 function failure(message: string, type: string): ApplicationFailure {

@@ -2,18 +2,15 @@
 // node goes through this workflow's updates, so nothing can hand out one address twice.
 import {
   ApplicationFailure,
+  allHandlersFinished,
   condition,
   continueAsNew,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   getExternalWorkflowHandle,
   log,
   proxyActivities,
   setCurrentDetails,
   setHandler,
   sleep,
-  allHandlersFinished,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
@@ -26,69 +23,28 @@ import {
   load,
   release,
   type AddressGrant,
-  type Allocation,
   type AllocationTable,
 } from '../domain/allocation';
-import type { PoolSpec } from '../domain/config';
 import { acquireBlockUpdateId } from '../domain/ids';
 import { FailureType } from '../domain/lease';
 import { NodeName, NodeUID } from '../domain/search-attributes';
-import { releaseSignal } from './lease-messages';
 import { historyTooLong } from './continue-as-new';
 import { toApplicationFailure } from './failures';
-import { ResultMemory, type RememberedResults } from './remembered-results';
+import { releaseSignal } from './lease-messages';
+import {
+  allocateUpdate,
+  loadAllocationUpdate,
+  nodeDeletedSignal,
+  nodeObservedSignal,
+  nodeStateQuery,
+  releaseUpdate,
+  type AllocateRequest,
+  type NodeInput,
+  type NodeState,
+  type ReleaseAddressRequest,
+} from './node-messages';
+import { ResultMemory } from './remembered-results';
 import { Serial } from './serial';
-
-export interface NodeState {
-  /** Current incarnation (Kubernetes node UID); '' until one is observed or after deletion. */
-  incarnation: string;
-  /** Past incarnations whose leases are being released (compensation), uid → why. */
-  retired: Record<string, string>;
-  /** Incarnations that are over: never current again, whatever a stale event says. */
-  past: string[];
-  pools: Record<string, PoolSpec>;
-  /** pool name → allocation table. */
-  tables: Record<string, AllocationTable>;
-  /** Blocks requested so far (all pools and families): makes acquire update ids deterministic. */
-  blockRequests: number;
-  results: RememberedResults;
-}
-
-export interface NodeInput {
-  nodeName: string;
-  historyLimit: number;
-  state?: NodeState;
-}
-
-export interface AllocateRequest {
-  owner: string;
-  podUid: string;
-  pool: PoolSpec;
-  /** Node UID read (quorum) when the request was made; '' without a cluster. */
-  incarnation?: string;
-}
-
-export interface ReleaseAddressRequest {
-  owner: string;
-  pool: string;
-  cooldownMs: number;
-}
-
-export interface IncarnationEvent {
-  uid: string;
-}
-
-export const allocateUpdate = defineUpdate<AddressGrant[], [AllocateRequest]>('allocate');
-/** Imports an allocation made elsewhere; refuses an address another owner holds (seed 000). */
-export const loadAllocationUpdate = defineUpdate<void, [{ pool: PoolSpec; allocation: Allocation }]>(
-  'loadAllocation',
-);
-/** The node with this name has this UID now (watch event or reconciler). */
-export const nodeObservedSignal = defineSignal<[IncarnationEvent]>('nodeObserved');
-/** The node incarnation with this UID is gone (verified by a quorum read). */
-export const nodeDeletedSignal = defineSignal<[IncarnationEvent]>('nodeDeleted');
-export const releaseUpdate = defineUpdate<AddressGrant[], [ReleaseAddressRequest]>('release');
-export const nodeStateQuery = defineQuery<NodeState>('state');
 
 const { acquireBlock, returnBlocks } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
@@ -100,178 +56,239 @@ const { acquireBlock, returnBlocks } = proxyActivities<ControlActivities>({
 });
 
 export async function nodeWorkflow(input: NodeInput): Promise<never> {
-  const state: NodeState = input.state ?? {
-    incarnation: '',
-    retired: {},
-    past: [],
-    pools: {},
-    tables: {},
-    blockRequests: 0,
-    results: [],
-  };
-  const memory = new ResultMemory(state.results);
-  const serial = new Serial();
-  upsertSearchAttributes([{ key: NodeName, value: input.nodeName }]);
+  const node = new NodeAddresses(input);
+  node.registerHandlers();
+  await node.compensateRetiredIncarnations();
+  await condition(allHandlersFinished);
+  return continueAsNew<typeof nodeWorkflow>({ ...input, state: node.carriedState() });
+}
 
-  const tableOf = (pool: string): AllocationTable => (state.tables[pool] ??= emptyTable());
+/** Released lease runs remembered: far more than a node has leases in flight at once. */
+const RUNS_KEPT = 2000;
 
-  const allocateFor = async (request: AllocateRequest): Promise<AddressGrant[]> => {
-    if (request.incarnation) observe(request.incarnation);
-    if (request.incarnation && request.incarnation !== state.incarnation) {
+const initialState = (): NodeState => ({
+  incarnation: '',
+  retired: {},
+  past: [],
+  pools: {},
+  tables: {},
+  blockRequests: 0,
+  releasedRuns: [],
+  results: [],
+});
+
+class NodeAddresses {
+  private readonly state: NodeState;
+  private readonly memory: ResultMemory;
+  /** Allocations one at a time, in arrival order: two must never race for one free address. */
+  private readonly serial = new Serial();
+
+  constructor(private readonly input: NodeInput) {
+    this.state = input.state ?? initialState();
+    this.memory = new ResultMemory(this.state.results);
+    upsertSearchAttributes([{ key: NodeName, value: input.nodeName }]);
+    this.describe();
+  }
+
+  registerHandlers(): void {
+    setHandler(
+      allocateUpdate,
+      (request) => this.memory.once(() => this.serial.run(() => this.allocate(request))),
+      {
+        validator: (request) => {
+          if (!request.owner || !request.pool?.name) throw new Error('allocate needs owner and pool');
+        },
+      },
+    );
+    setHandler(releaseUpdate, (request) => this.memory.once(() => this.release(request)));
+    setHandler(loadAllocationUpdate, ({ pool, allocation }) => {
+      this.state.pools[pool.name] = pool;
+      try {
+        load(this.tableOf(pool.name), allocation);
+      } catch (err) {
+        if (err instanceof AllocationConflict)
+          throw ApplicationFailure.nonRetryable(err.message, FailureType.conflict);
+        throw err;
+      }
+    });
+    setHandler(nodeObservedSignal, ({ uid }) => this.observe(uid));
+    setHandler(nodeDeletedSignal, ({ uid }) => this.forget(uid));
+    setHandler(nodeStateQuery, () => this.carriedState());
+  }
+
+  carriedState(): NodeState {
+    return { ...this.state, results: this.memory.carry() };
+  }
+
+  /** allocate: one address per pool family for the owner lease, from this incarnation's blocks. */
+  private async allocate(request: AllocateRequest): Promise<AddressGrant[]> {
+    if (request.run && this.state.releasedRuns?.includes(request.run)) {
+      // Released while its allocation was on the way (release cancels a producing lease).
+      throw ApplicationFailure.nonRetryable(`lease ${request.owner} was released`, FailureType.released);
+    }
+    if (request.incarnation) this.observe(request.incarnation);
+    if (request.incarnation && request.incarnation !== this.state.incarnation) {
       throw ApplicationFailure.nonRetryable(
-        `node ${input.nodeName} incarnation ${request.incarnation} is gone`,
+        `node ${this.input.nodeName} incarnation ${request.incarnation} is gone`,
         FailureType.invalidConfig,
       );
     }
-    state.pools[request.pool.name] = request.pool;
-    const table = tableOf(request.pool.name);
+    this.state.pools[request.pool.name] = request.pool;
+    const table = this.tableOf(request.pool.name);
     for (;;) {
       expireCooldowns(table, Date.now());
       const outcome = allocate(table, request.pool, {
         owner: request.owner,
         podUid: request.podUid,
-        incarnation: state.incarnation,
+        incarnation: this.state.incarnation,
       });
       if (outcome.kind === 'granted') return outcome.allocations.map((a) => grantOf(request.pool, a));
-      const seq = ++state.blockRequests;
-      const cidr = await acquireBlock({
-        pool: request.pool,
-        node: input.nodeName,
-        incarnation: state.incarnation,
-        family: outcome.family,
-        updateId: acquireBlockUpdateId(input.nodeName, state.incarnation, outcome.family, seq),
-      }).catch((err: unknown) => {
-        throw toApplicationFailure(err, FailureType.exhausted);
-      });
-      if (table.blocks.some((b) => b.cidr === cidr)) {
-        throw ApplicationFailure.nonRetryable(
-          `pool ${request.pool.name} handed block ${cidr} twice`,
-          FailureType.conflict,
-        );
-      }
-      table.blocks.push({ cidr, family: outcome.family, incarnation: state.incarnation });
+      await this.acquireBlock(table, request, outcome.family);
     }
-  };
+  }
 
-  setHandler(allocateUpdate, (request) => memory.once(() => serial.run(() => allocateFor(request))), {
-    validator: (request) => {
-      if (!request.owner || !request.pool?.name) throw new Error('allocate needs owner and pool');
-    },
-  });
-
-  setHandler(releaseUpdate, (request) =>
-    memory.once(() => {
-      const table = tableOf(request.pool);
-      const pool = state.pools[request.pool];
-      const released = release(table, request.owner, Date.now(), request.cooldownMs);
-      return pool ? released.map((a) => grantOf(pool, a)) : [];
-    }),
-  );
-
-  setHandler(loadAllocationUpdate, ({ pool, allocation }) => {
-    state.pools[pool.name] = pool;
-    try {
-      load(tableOf(pool.name), allocation);
-    } catch (err) {
-      if (err instanceof AllocationConflict)
-        throw ApplicationFailure.nonRetryable(err.message, FailureType.conflict);
-      throw err;
+  /** The node ran out of addresses of a family: one more block from the pool workflow. */
+  private async acquireBlock(table: AllocationTable, request: AllocateRequest, family: 4 | 6) {
+    const { incarnation } = this.state;
+    const seq = ++this.state.blockRequests;
+    const cidr = await acquireBlock({
+      pool: request.pool,
+      node: this.input.nodeName,
+      incarnation,
+      family,
+      updateId: acquireBlockUpdateId(this.input.nodeName, incarnation, family, seq),
+    }).catch((err: unknown) => {
+      throw toApplicationFailure(err, FailureType.exhausted);
+    });
+    if (table.blocks.some((b) => b.cidr === cidr)) {
+      throw ApplicationFailure.nonRetryable(
+        `pool ${request.pool.name} handed block ${cidr} twice`,
+        FailureType.conflict,
+      );
     }
-  });
+    table.blocks.push({ cidr, family, incarnation });
+  }
 
-  const allTables = () => Object.entries(state.tables);
-  const describeNode = () => {
-    const retired = Object.keys(state.retired);
-    setCurrentDetails(
-      `node ${input.nodeName} incarnation ${state.incarnation || '(not observed)'}` +
-        (retired.length ? `; compensating ${retired.join(', ')}` : ''),
-    );
-  };
-  const retire = (uid: string, why: string) => {
+  /** release: the owner's addresses go back, each cooling down before it can be handed out again. */
+  private release(request: ReleaseAddressRequest): AddressGrant[] {
+    if (request.run)
+      this.state.releasedRuns = [...(this.state.releasedRuns ?? []).slice(-RUNS_KEPT + 1), request.run];
+    const pool = this.state.pools[request.pool];
+    const released = release(this.tableOf(request.pool), request.owner, Date.now(), request.cooldownMs);
+    return pool ? released.map((a) => grantOf(pool, a)) : [];
+  }
+
+  /** A node UID seen by a quorum read: a new one retires the current incarnation. */
+  private observe(uid: string): void {
+    const { state } = this;
+    if (!uid || uid === state.incarnation || state.past.includes(uid)) return;
+    if (state.incarnation !== '') this.retire(state.incarnation, `node replaced by incarnation ${uid}`);
+    state.incarnation = uid;
+    this.adopt(uid);
+    upsertSearchAttributes([{ key: NodeUID, value: uid }]);
+    this.describe();
+  }
+
+  /** The incarnation with this UID is deleted. */
+  private forget(uid: string): void {
+    this.retire(uid, 'node deleted');
+    if (uid !== this.state.incarnation) return;
+    this.state.incarnation = '';
+    upsertSearchAttributes([{ key: NodeUID, value: null }]);
+    this.describe();
+  }
+
+  private retire(uid: string, why: string): void {
+    const { state } = this;
     if (uid === '' || state.retired[uid] || state.past.includes(uid)) return;
     state.retired[uid] = why;
     state.past = [...state.past.slice(-20), uid];
-    log.info('node incarnation retired', { node: input.nodeName, uid, why });
-  };
-  const adopt = (uid: string) => {
-    // Addresses handed out before the first observation belong to the incarnation seen first.
-    for (const [, table] of allTables()) {
+    log.info('node incarnation retired', { node: this.input.nodeName, uid, why });
+  }
+
+  /** Addresses handed out before the first observation belong to the incarnation seen first. */
+  private adopt(uid: string): void {
+    for (const table of Object.values(this.state.tables)) {
       for (const block of table.blocks) if (block.incarnation === '') block.incarnation = uid;
       for (const allocation of Object.values(table.allocations))
         if (allocation.incarnation === '') allocation.incarnation = uid;
     }
-  };
-
-  function observe(uid: string): void {
-    if (!uid || uid === state.incarnation || state.past.includes(uid)) return;
-    if (state.incarnation !== '') retire(state.incarnation, `node replaced by incarnation ${uid}`);
-    state.incarnation = uid;
-    adopt(uid);
-    upsertSearchAttributes([{ key: NodeUID, value: uid }]);
-    describeNode();
   }
-  setHandler(nodeObservedSignal, ({ uid }) => observe(uid));
-  setHandler(nodeDeletedSignal, ({ uid }) => {
-    if (uid !== state.incarnation) return retire(uid, 'node deleted');
-    retire(uid, 'node deleted');
-    state.incarnation = '';
-    upsertSearchAttributes([{ key: NodeUID, value: null }]);
-    describeNode();
-  });
 
-  setHandler(nodeStateQuery, () => ({ ...state, results: memory.carry() }));
+  /** Runs compensation for each retired incarnation until history is long enough to continue. */
+  async compensateRetiredIncarnations(): Promise<void> {
+    const limit = this.input.historyLimit;
+    const nextRetired = () => Object.keys(this.state.retired)[0];
+    while (!historyTooLong(limit)) {
+      await condition(() => nextRetired() !== undefined || historyTooLong(limit));
+      const uid = nextRetired();
+      if (uid !== undefined) await this.compensate(uid);
+    }
+  }
 
-  const ownersOf = (uid: string) => [
-    ...new Set(
-      allTables().flatMap(([, t]) =>
-        Object.values(t.allocations)
-          .filter((a) => a.incarnation === uid)
-          .map((a) => a.owner),
-      ),
-    ),
-  ];
+  /**
+   * compensate: releases every lease of a gone incarnation (node-local steps skipped), waits
+   * out the cooldowns, gives its blocks back. Resumes from `retired` after continue-as-new.
+   */
+  private async compensate(uid: string): Promise<void> {
+    await this.releaseLeasesOf(uid);
+    for (const [poolName, table] of Object.entries(this.state.tables)) {
+      await this.returnBlocksOf(uid, poolName, table);
+    }
+    delete this.state.retired[uid];
+    this.describe();
+  }
 
-  /** Releases every lease of a gone incarnation, waits out cooldowns, gives its blocks back. */
-  const compensate = async (uid: string) => {
-    const reason = `node ${input.nodeName} incarnation ${uid}: ${state.retired[uid]}`;
+  private async releaseLeasesOf(uid: string): Promise<void> {
+    const reason = `node ${this.input.nodeName} incarnation ${uid}: ${this.state.retired[uid]}`;
     for (;;) {
-      for (const owner of ownersOf(uid)) {
+      for (const owner of this.ownersOf(uid)) {
         await getExternalWorkflowHandle(owner)
           .signal(releaseSignal, { reason, nodeGone: true })
           .catch(() => {
             // The lease workflow is closed: nobody live holds the address any more.
-            for (const [name] of allTables()) release(tableOf(name), owner, Date.now(), 0);
+            for (const name of Object.keys(this.state.tables))
+              release(this.tableOf(name), owner, Date.now(), 0);
           });
       }
-      if (await condition(() => ownersOf(uid).length === 0, '5 minutes')) break;
+      if (await condition(() => this.ownersOf(uid).length === 0, '5 minutes')) return;
     }
-    for (const [poolName, table] of allTables()) {
-      const blocks = table.blocks.filter((b) => b.incarnation === uid);
-      if (!blocks.length) continue;
-      const cooling = Object.values(table.cooldowns);
-      const wait = Math.max(0, ...cooling) - Date.now();
-      if (wait > 0) await sleep(wait);
-      expireCooldowns(table, Date.now());
-      await returnBlocks({
-        pool: poolName,
-        node: input.nodeName,
-        incarnation: uid,
-        blocks: blocks.map((b) => b.cidr),
-        updateId: `return/${input.nodeName}/${uid}/${poolName}`,
-      });
-      table.blocks = table.blocks.filter((b) => b.incarnation !== uid);
-    }
-    delete state.retired[uid];
-    describeNode();
-  };
-
-  describeNode();
-  const nextRetired = () => Object.keys(state.retired)[0];
-  while (!historyTooLong(input.historyLimit)) {
-    await condition(() => nextRetired() !== undefined || historyTooLong(input.historyLimit));
-    const uid = nextRetired();
-    if (uid !== undefined) await compensate(uid);
   }
-  await condition(allHandlersFinished);
-  return continueAsNew<typeof nodeWorkflow>({ ...input, state: { ...state, results: memory.carry() } });
+
+  private async returnBlocksOf(uid: string, poolName: string, table: AllocationTable): Promise<void> {
+    const blocks = table.blocks.filter((b) => b.incarnation === uid);
+    if (!blocks.length) return;
+    const wait = Math.max(0, ...Object.values(table.cooldowns)) - Date.now();
+    if (wait > 0) await sleep(wait);
+    expireCooldowns(table, Date.now());
+    await returnBlocks({
+      pool: poolName,
+      node: this.input.nodeName,
+      incarnation: uid,
+      blocks: blocks.map((b) => b.cidr),
+      updateId: `return/${this.input.nodeName}/${uid}/${poolName}`,
+    });
+    table.blocks = table.blocks.filter((b) => b.incarnation !== uid);
+  }
+
+  private ownersOf(uid: string): string[] {
+    const owners = Object.values(this.state.tables).flatMap((t) =>
+      Object.values(t.allocations)
+        .filter((a) => a.incarnation === uid)
+        .map((a) => a.owner),
+    );
+    return [...new Set(owners)];
+  }
+
+  private tableOf(pool: string): AllocationTable {
+    return (this.state.tables[pool] ??= emptyTable());
+  }
+
+  private describe(): void {
+    const retired = Object.keys(this.state.retired);
+    setCurrentDetails(
+      `node ${this.input.nodeName} incarnation ${this.state.incarnation || '(not observed)'}` +
+        (retired.length ? `; compensating ${retired.join(', ')}` : ''),
+    );
+  }
 }

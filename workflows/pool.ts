@@ -1,49 +1,17 @@
 // pool/<poolName>: hands blocks of the pool's CIDRs to node incarnations and takes them back.
 // Touched only when a node needs a block, so ADDs on different nodes never contend here.
-import {
-  ApplicationFailure,
-  continueAsNew,
-  defineQuery,
-  defineUpdate,
-  setCurrentDetails,
-  setHandler,
-} from '@temporalio/workflow';
-import { blocksOf, freeBlock, type BlockTable } from '../domain/blocks';
-import type { Family } from '../domain/cidr';
-import type { PoolSpec } from '../domain/config';
+import { ApplicationFailure, continueAsNew, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { blocksOf, freeBlock } from '../domain/blocks';
 import { FailureType } from '../domain/lease';
-import { ResultMemory, type RememberedResults } from './remembered-results';
+import { ResultMemory } from './remembered-results';
 import { untilTimeToContinue } from './continue-as-new';
-
-export interface PoolState {
-  spec: PoolSpec;
-  blocks: BlockTable;
-  results: RememberedResults;
-}
-
-export interface PoolInput {
-  spec: PoolSpec;
-  historyLimit: number;
-  state?: PoolState;
-}
-
-export interface AcquireBlockRequest {
-  node: string;
-  incarnation: string;
-  family: Family;
-  /** The latest spec from the control worker's config. */
-  spec: PoolSpec;
-}
-
-export interface ReturnBlocksRequest {
-  node: string;
-  incarnation: string;
-  blocks?: string[];
-}
-
-export const acquireBlockUpdate = defineUpdate<string, [AcquireBlockRequest]>('acquireBlock');
-export const returnBlocksUpdate = defineUpdate<string[], [ReturnBlocksRequest]>('returnBlocks');
-export const poolStateQuery = defineQuery<PoolState>('state');
+import {
+  acquireBlockUpdate,
+  poolStateQuery,
+  returnBlocksUpdate,
+  type PoolInput,
+  type PoolState,
+} from './pool-messages';
 
 export async function poolWorkflow(input: PoolInput): Promise<never> {
   const state: PoolState = input.state ?? { spec: input.spec, blocks: {}, results: [] };

@@ -2,7 +2,7 @@
 // in one activity; only the summary enters history.
 import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
-import type { ReconcileSummary } from '../activities/k8s/reconcile';
+import type { ReconcileSummary } from '../activities/reconcile';
 
 const { reconcileCluster } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '10 minutes',

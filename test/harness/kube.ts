@@ -1,7 +1,7 @@
 // The test's hand on the cluster (there is no kubelet, scheduler or controller-manager): create
 // nodes and pods, set pod phases through the status subresource, delete with grace period 0.
 import { randomUUID } from 'node:crypto';
-import { connectKube, type KubeClients } from '../../activities/k8s/kube';
+import { connectKube, type KubeClients } from '../../kubernetes/kube';
 
 export function kubeconfigPath(): string {
   const path = process.env.NETLEASE_TEST_KUBECONFIG;

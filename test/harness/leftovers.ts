@@ -1,7 +1,7 @@
 // "Changes no state": after a rejected call there is no running lease and no allocation for it.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
-import { nodeStateQuery } from '../../workflows/node';
+import { nodeStateQuery } from '../../workflows/node-messages';
 import type { TestTemporal } from './temporal';
 
 export async function expectNoLease(

@@ -1,9 +1,9 @@
 // Network namespaces a test makes itself (host side and pods), removed in afterAll. Every link
 // and route a dataplane test touches lives in one of these, never in the machine's own.
 import { randomBytes } from 'node:crypto';
-import { ip, ipJson, netnsPath, runIn } from '../../activities/dataplane/ip';
-import { LinkSchema, routesOf, type Link, type RouteEntry } from '../../activities/dataplane/links';
-import { isHostLinkName } from '../../activities/dataplane/names';
+import { ip, ipJson, netnsPath, runIn } from '../../kernel/ip';
+import { LinkSchema, routesOf, type Link, type RouteEntry } from '../../kernel/links';
+import { isHostLinkName } from '../../kernel/names';
 
 export interface TestNetns {
   name: string;

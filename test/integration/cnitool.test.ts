@@ -1,7 +1,7 @@
 // The real cnitool v1.3.0 drives netlease as the runtime would: a conflist [loopback, netlease
 // in ptp mode], and the reference bridge plugin delegating IPAM to netlease.
 import { randomUUID } from 'node:crypto';
-import { globalAddresses, type Link } from '../../activities/dataplane/links';
+import { globalAddresses, type Link } from '../../kernel/links';
 import { cniSetup, cnitool, cnitoolContainerId, type CniSetup } from '../harness/cnitool';
 import { netconf } from '../harness/netconf';
 import { hostEnds, makeNetns } from '../harness/netns';

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { contains, parseAddress, parsePrefix } from '../../domain/cidr';
 import { nodeWorkflowId } from '../../domain/ids';
-import { nodeStateQuery } from '../../workflows/node';
+import { nodeStateQuery } from '../../workflows/node-messages';
 import { CniResultSchema } from '../harness/cni-result';
 import { netconf } from '../harness/netconf';
 import { replayTaskQueue } from '../harness/replay';

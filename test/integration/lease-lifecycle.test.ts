@@ -1,7 +1,7 @@
 // The lease lifecycle through the real shim executable against a real Temporal dev server.
 import { randomUUID } from 'node:crypto';
 import { leaseWorkflowId } from '../../domain/ids';
-import { leaseStateQuery, podRunningSignal, releaseSignal } from '../../workflows/lease';
+import { leaseStateQuery, podRunningSignal, releaseSignal } from '../../workflows/lease-messages';
 import { netconf } from '../harness/netconf';
 import { replayTaskQueue } from '../harness/replay';
 import { runShim, type ShimCall } from '../harness/shim';

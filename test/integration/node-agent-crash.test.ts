@@ -1,11 +1,11 @@
 // Crash safety: the node agent is SIGKILLed between creating the veth pair and configuring it.
 // After a restart the attachment converges to exactly one correct interface, not a second pair.
 import { randomUUID } from 'node:crypto';
-import { globalAddresses, type Link } from '../../activities/dataplane/links';
-import { PAUSE_ENV } from '../../activities/dataplane/failpoint';
+import { globalAddresses, type Link } from '../../kernel/links';
+import { PAUSE_ENV } from '../../kernel/failpoint';
 import { leaseWorkflowId } from '../../domain/ids';
 import { waitFor } from '../../tools/processes';
-import { leaseStateQuery } from '../../workflows/lease';
+import { leaseStateQuery } from '../../workflows/lease-messages';
 import { finishedAttempt } from '../harness/history';
 import { netconf } from '../harness/netconf';
 import { deleteAllNetns, hostEnds, makeNetns, type TestNetns } from '../harness/netns';

@@ -4,7 +4,12 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { AddressGrant } from '../../domain/allocation';
 import { PoolSpecSchema } from '../../domain/config';
 import { allocateUpdateId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
-import { allocateUpdate, nodeStateQuery, nodeWorkflow, releaseUpdate } from '../../workflows/node';
+import {
+  allocateUpdate,
+  NODE_WORKFLOW_TYPE,
+  nodeStateQuery,
+  releaseUpdate,
+} from '../../workflows/node-messages';
 import { replayTaskQueue } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
@@ -18,8 +23,9 @@ const ctx = withControlWorker('node-can', () => ({ pools: [pool] }));
 test('continue-as-new keeps allocations and remembered answers', async () => {
   const node = uniqueName('node');
   const workflowId = nodeWorkflowId(node);
+  const run = 'run-1';
   const start = () =>
-    new WithStartWorkflowOperation(nodeWorkflow, {
+    new WithStartWorkflowOperation(NODE_WORKFLOW_TYPE, {
       workflowId,
       taskQueue: ctx.temporal.taskQueue,
       args: [{ nodeName: node, historyLimit: 120 }],
@@ -27,14 +33,14 @@ test('continue-as-new keeps allocations and remembered answers', async () => {
     });
   const allocateFor = (owner: string) =>
     ctx.temporal.client.workflow.executeUpdateWithStart(allocateUpdate, {
-      args: [{ owner, podUid: owner, pool }],
-      updateId: allocateUpdateId(owner),
+      args: [{ owner, podUid: owner, pool, run }],
+      updateId: allocateUpdateId(owner, run),
       startWorkflowOperation: start(),
     });
   const releaseFor = (owner: string) =>
     ctx.temporal.client.workflow.getHandle(workflowId).executeUpdate(releaseUpdate, {
-      args: [{ owner, pool: pool.name, cooldownMs: 0 }],
-      updateId: releaseUpdateId(owner),
+      args: [{ owner, pool: pool.name, cooldownMs: 0, run }],
+      updateId: releaseUpdateId(owner, run),
     });
 
   const answers = new Map<string, AddressGrant[]>();

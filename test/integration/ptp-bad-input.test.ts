@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { leaseWorkflowId } from '../../domain/ids';
 import { freePort } from '../../tools/processes';
-import { leaseStateQuery } from '../../workflows/lease';
+import { leaseStateQuery } from '../../workflows/lease-messages';
 import { expectNoLease } from '../harness/leftovers';
 import { netconf } from '../harness/netconf';
 import { hostEnds, makeNetns, type TestNetns } from '../harness/netns';

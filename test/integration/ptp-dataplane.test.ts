@@ -1,10 +1,10 @@
 // ptp mode through the real shim, a real node agent and real veth pairs in namespaces this test
 // made: the host side lives in `host`, never in the machine's own namespace.
 import { randomUUID } from 'node:crypto';
-import { ip } from '../../activities/dataplane/ip';
-import { globalAddresses, isUp, type Link } from '../../activities/dataplane/links';
+import { ip } from '../../kernel/ip';
+import { globalAddresses, isUp, type Link } from '../../kernel/links';
 import { leaseWorkflowId } from '../../domain/ids';
-import { leaseStateQuery } from '../../workflows/lease';
+import { leaseStateQuery } from '../../workflows/lease-messages';
 import { netconf } from '../harness/netconf';
 import { hostEnds, makeNetns, type TestNetns } from '../harness/netns';
 import { withNodeAgent } from '../harness/node-agent';

@@ -5,9 +5,9 @@ import { Scenario } from '../harness/scenario';
 import { runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { loadAllocationUpdate } from '../../workflows/node';
+import { loadAllocationUpdate } from '../../workflows/node-messages';
 import { nodeWorkflowId, poolWorkflowId } from '../../domain/ids';
-import { poolStateQuery } from '../../workflows/pool';
+import { poolStateQuery } from '../../workflows/pool-messages';
 import type { PoolSpec } from '../../domain/config';
 
 let scenario: Scenario;

@@ -1,6 +1,6 @@
 // Seed 002 (Kubernetes): an old object (lower resourceVersion, or a listing from before a
 // delete + recreate under the same name) must not release or hand out anything.
-import { ClusterReader } from '../../activities/k8s/cluster-reader';
+import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { PodEvents } from '../../worker/watchers/pod-events';
 import { replayTaskQueue } from '../harness/replay';
 import { Scenario } from '../harness/scenario';

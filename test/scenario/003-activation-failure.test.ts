@@ -2,12 +2,12 @@
 // here (the pod's netns appears late; a foreign link holds the name), is retried with backoff,
 // parks in ActivationFailed with its address still reserved, and the `retry` signal finishes it.
 import { randomUUID } from 'node:crypto';
-import { ip } from '../../activities/dataplane/ip';
-import { globalAddresses } from '../../activities/dataplane/links';
+import { ip } from '../../kernel/ip';
+import { globalAddresses } from '../../kernel/links';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { LeasePhase } from '../../domain/search-attributes';
-import { leaseStateQuery, retrySignal } from '../../workflows/lease';
-import { nodeStateQuery } from '../../workflows/node';
+import { leaseStateQuery, retrySignal } from '../../workflows/lease-messages';
+import { nodeStateQuery } from '../../workflows/node-messages';
 import { currentDetails, pendingAttempt, scheduledCount } from '../harness/history';
 import { netconf } from '../harness/netconf';
 import { futureNetns, makeNetns, type TestNetns } from '../harness/netns';

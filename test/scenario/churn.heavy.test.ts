@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { nodeWorkflowId } from '../../domain/ids';
-import { knownLeases } from '../../activities/k8s/known-set';
-import { nodeStateQuery } from '../../workflows/node';
+import { knownLeases } from '../../temporal/visibility';
+import { nodeStateQuery } from '../../workflows/node-messages';
 import { Scenario } from '../harness/scenario';
 import { inBatches } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';

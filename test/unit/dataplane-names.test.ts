@@ -1,4 +1,4 @@
-import { attachmentLinkNames, isHostLinkName } from '../../activities/dataplane/names';
+import { attachmentLinkNames, isHostLinkName } from '../../kernel/names';
 import { activationBudgetSeconds } from '../../domain/dataplane';
 import { ActivationPolicySchema } from '../../domain/config';
 

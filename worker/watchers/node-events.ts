@@ -2,8 +2,8 @@
 // workflow hears of a new incarnation or a deletion.
 import type { Client } from '@temporalio/client';
 import { NodeSchema } from '../../domain/k8s';
-import type { ClusterReader } from '../../activities/k8s/cluster-reader';
-import { signalNodeDeleted, signalNodeObserved } from '../../activities/k8s/lease-signals';
+import type { ClusterReader } from '../../kubernetes/cluster-reader';
+import { signalNodeDeleted, signalNodeObserved } from '../../temporal/signals';
 import type { WatchEventType } from './pod-events';
 
 export class NodeEvents {

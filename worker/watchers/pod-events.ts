@@ -2,9 +2,9 @@
 // read of the pod first, and an event older than one already seen is dropped (seed 002).
 import type { Client } from '@temporalio/client';
 import { isTerminal, PodSchema, podFact } from '../../domain/k8s';
-import type { ClusterReader } from '../../activities/k8s/cluster-reader';
-import { leasesOfPod } from '../../activities/k8s/known-set';
-import { signalPodRunning, signalRelease } from '../../activities/k8s/lease-signals';
+import type { ClusterReader } from '../../kubernetes/cluster-reader';
+import { leasesOfPod } from '../../temporal/visibility';
+import { signalPodRunning, signalRelease } from '../../temporal/signals';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR' | string;
 export type PodOutcome = 'stale' | 'ignored' | 'alive' | 'released' | 'running';

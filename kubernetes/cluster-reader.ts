@@ -3,7 +3,7 @@
 //   - lists are paginated with limit/continue;
 //   - identity is the UID, never the name or an IP in status;
 //   - an object older than one already seen (lower resourceVersion, same UID) is ignored.
-import { NewestSeen, NodeSchema, PodSchema, podFact, type KubeNode, type PodFact } from '../../domain/k8s';
+import { NewestSeen, NodeSchema, PodSchema, podFact, type KubeNode, type PodFact } from '../domain/k8s';
 import { isNotFound, type CoreApi } from './kube';
 
 const PAGE = 500;

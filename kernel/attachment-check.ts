@@ -1,6 +1,6 @@
 // CNI CHECK in ptp mode: the pod end in the netns, compared with what the lease says it must be.
-import type { AddressGrant } from '../../domain/allocation';
-import { routeFamily, routeGateway, type Route } from '../../domain/routes';
+import type { AddressGrant } from '../domain/allocation';
+import { routeFamily, routeGateway, type Route } from '../domain/routes';
 import { findLink, globalAddresses, isUp, routesOf } from './links';
 import { attachmentLinkNames } from './names';
 import { netnsExists } from './netns';

@@ -1,7 +1,7 @@
 // The veth pair of one attachment: host end `nl<hash>` in the host namespace, pod end CNI_IFNAME
 // in the pod's. Made in one `ip link add`, so a crash leaves either both ends or neither.
 import { ApplicationFailure } from '@temporalio/common';
-import { DataplaneFailure } from '../../domain/dataplane';
+import { DataplaneFailure } from '../domain/dataplane';
 import { ip, IpError, netnsPath, type Netns } from './ip';
 import { deleteLink, findLink, type Link } from './links';
 import type { AttachmentLinkNames } from './names';

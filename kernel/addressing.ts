@@ -1,8 +1,8 @@
 // Addresses and routes of a ptp attachment. Pod end: the lease's addresses (no prefix route),
 // a link route to each gateway and the lease's routes via it. Host end: the gateways, and a
 // host route to each pod address. Every command is a `replace`, so re-running converges.
-import type { AddressGrant } from '../../domain/allocation';
-import { routeFamily, routeGateway, type Route } from '../../domain/routes';
+import type { AddressGrant } from '../domain/allocation';
+import { routeFamily, routeGateway, type Route } from '../domain/routes';
 import { ip, runIn, type Netns } from './ip';
 
 const hostPrefix = (family: 4 | 6): number => (family === 4 ? 32 : 128);

@@ -1,7 +1,7 @@
 // Network namespaces as the runtime names them: a path that must exist before we can use it.
 import { stat } from 'node:fs/promises';
 import { ApplicationFailure } from '@temporalio/common';
-import { DataplaneFailure } from '../../domain/dataplane';
+import { DataplaneFailure } from '../domain/dataplane';
 import { netnsPath } from './ip';
 
 export async function netnsExists(path: string): Promise<boolean> {

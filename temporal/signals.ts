@@ -1,9 +1,9 @@
 // Signals to leases and nodes. Every signal is idempotent in its workflow; one to a workflow
 // that has closed meanwhile has nothing left to do.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { nodeWorkflowId } from '../../domain/ids';
-import { podRunningSignal, releaseSignal } from '../../workflows/lease-messages';
-import { nodeDeletedSignal, nodeObservedSignal } from '../../workflows/node';
+import { nodeWorkflowId } from '../domain/ids';
+import { podRunningSignal, releaseSignal } from '../workflows/lease-messages';
+import { nodeDeletedSignal, nodeObservedSignal } from '../workflows/node-messages';
 
 async function ignoringClosed(send: () => Promise<void>): Promise<boolean> {
   try {

@@ -1,18 +1,13 @@
 // The node agent's activities: activate and deactivate one attachment in ptp mode.
 import { ApplicationFailure } from '@temporalio/common';
-import {
-  DataplaneFailure,
-  type ActivatedLinks,
-  type AttachmentInput,
-  type DataplaneActivities,
-} from '../../domain/dataplane';
-import { isInterfaceName } from '../../domain/lease';
-import { configureHostEnd, configurePodEnd, enableForwarding } from './addressing';
-import { pauseAfter } from './failpoint';
-import type { Netns } from './ip';
-import { attachmentLinkNames } from './names';
-import { netnsExists, requireNetns } from './netns';
-import { ensureVethPair, removeVethPair } from './veth';
+import { DataplaneFailure, type AttachmentInput, type DataplaneActivities } from '../domain/dataplane';
+import { isInterfaceName, type ActivatedLinks } from '../domain/lease';
+import { configureHostEnd, configurePodEnd, enableForwarding } from '../kernel/addressing';
+import { pauseAfter } from '../kernel/failpoint';
+import type { Netns } from '../kernel/ip';
+import { attachmentLinkNames } from '../kernel/names';
+import { netnsExists, requireNetns } from '../kernel/netns';
+import { ensureVethPair, removeVethPair } from '../kernel/veth';
 
 export interface NodeAgentDeps {
   /** The host side's network namespace; undefined: the agent's own. */

@@ -2,9 +2,9 @@
 // known set first, then quorum lists, then signals for what was missed (seeds 001 and 004).
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ControlDeps } from '../deps';
-import { knownLeases, knownNodes } from './known-set';
-import { signalNodeDeleted, signalNodeObserved, signalPodRunning, signalRelease } from './lease-signals';
+import type { ControlDeps } from './deps';
+import { knownLeases, knownNodes } from '../temporal/visibility';
+import { signalNodeDeleted, signalNodeObserved, signalPodRunning, signalRelease } from '../temporal/signals';
 
 export interface ReconcileSummary {
   leases: number;
