@@ -4,7 +4,8 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ControlDeps } from './deps';
 import { knownLeases, knownNodes } from '../temporal/visibility';
-import { signalNodeDeleted, signalNodeObserved, signalPodRunning, signalRelease } from '../temporal/signals';
+import { decideNode, decidePod } from '../domain/cluster-decisions';
+import { applyNodeDecision, applyPodDecision } from '../temporal/signals';
 
 export interface ReconcileSummary {
   leases: number;
@@ -45,30 +46,20 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       };
       for (const lease of leases.filter((l) => hasPod(l.podUid))) {
         const pod = pods.get(lease.podUid);
-        // Never released while a pod with this UID exists, whatever its phase (seed 001).
-        if (!pod) {
-          if (
-            await signalRelease(
-              client,
-              lease.workflowId,
-              `reconciler: pod ${lease.podRef} (uid ${lease.podUid}) no longer exists`,
-            )
-          )
-            summary.released++;
-        } else if (pod.phase === 'Running' && (lease.phase === 'Active' || lease.phase === 'Stalled')) {
-          if (await signalPodRunning(client, lease.workflowId)) summary.confirmedRunning++;
-        }
-        // Terminal pods are released by the watcher after its own verifying read, not here.
+        const done = await applyPodDecision(client, lease.workflowId, decidePod(lease, pod));
+        if (done === 'released') summary.released++;
+        if (done === 'confirmedRunning') summary.confirmedRunning++;
         Context.current().heartbeat({ what: 'leases' });
       }
+      // Never resurrects a node: signals go only to node workflows that exist, never start one.
       for (const node of nodes) {
-        const live = liveNodes.get(node.name);
-        // Never resurrects a node: only signals workflows that exist, never starts one.
-        if (live === undefined && node.uid) {
-          if (await signalNodeDeleted(client, node.name, node.uid)) summary.nodesDeleted++;
-        } else if (live !== undefined && live !== node.uid) {
-          if (await signalNodeObserved(client, node.name, live)) summary.nodesReplaced++;
-        }
+        const done = await applyNodeDecision(
+          client,
+          node.name,
+          decideNode(node.uid || undefined, liveNodes.get(node.name)),
+        );
+        if (done.observed) summary.nodesReplaced++;
+        else if (done.deleted) summary.nodesDeleted++;
       }
       return summary;
     },

@@ -59,6 +59,7 @@ export async function withTemporal<T>(
 
 const FAILURE_CODES: Record<string, number> = {
   [FailureType.invalidConfig]: CniCode.invalidNetworkConfig,
+  [FailureType.nodeUnknown]: CniCode.invalidNetworkConfig,
   [FailureType.unsupported]: CniCode.unsupportedField,
   [FailureType.exhausted]: CniCode.poolExhausted,
   [FailureType.conflict]: CniCode.addressConflict,

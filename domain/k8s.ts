@@ -1,13 +1,23 @@
-// The Kubernetes objects netlease reads, as zod schemas (only the fields we use), and the one
-// rule every reader applies: an object older than one already seen is ignored (seed 002).
+// The Kubernetes objects netlease reads, as zod schemas (only the fields we use), parsed the way
+// @kubernetes/client-node returns them, and the one rule every reader applies: an object older
+// than one already seen is ignored (seed 002).
 import { z } from 'zod';
+
+/**
+ * A timestamp as the client returns it: a Date from typed API calls, an RFC 3339 string from a
+ * raw watch event. Kept as the string either way.
+ */
+const KubeTime = z
+  .union([z.date(), z.string()])
+  .transform((t) => (typeof t === 'string' ? t : t.toISOString()));
 
 const Metadata = z.object({
   name: z.string(),
   namespace: z.string().optional(),
   uid: z.string(),
   resourceVersion: z.string().optional(),
-  deletionTimestamp: z.string().optional().nullable(),
+  /** Set while the object is Terminating (grace period, finalizers): it still exists. */
+  deletionTimestamp: KubeTime.optional().nullable(),
 });
 
 export const PodSchema = z.object({
@@ -28,6 +38,8 @@ export interface PodFact {
   nodeName: string;
   phase: string;
   resourceVersion: string;
+  /** Being deleted (grace period or finalizers), but still there: its sandbox may still run. */
+  terminating: boolean;
 }
 
 export function podFact(pod: Pod): PodFact {
@@ -38,6 +50,7 @@ export function podFact(pod: Pod): PodFact {
     nodeName: pod.spec?.nodeName ?? '',
     phase: pod.status?.phase ?? 'Pending',
     resourceVersion: pod.metadata.resourceVersion ?? '',
+    terminating: Boolean(pod.metadata.deletionTimestamp),
   };
 }
 

@@ -8,24 +8,20 @@ import { isNotFound, type CoreApi } from './kube';
 
 const PAGE = 500;
 
-export type PodLiveness = { state: 'alive'; pod: PodFact } | { state: 'gone'; reason: string };
-
 export class ClusterReader {
   constructor(
     private readonly core: CoreApi,
     readonly newest = new NewestSeen(),
   ) {}
 
-  /** Whether the pod with this UID exists now, by a quorum GET of its name. */
-  async podLiveness(namespace: string, name: string, uid: string): Promise<PodLiveness> {
+  /** The pod of this name now (a quorum GET; it may have another UID), or undefined. */
+  async readPod(namespace: string, name: string): Promise<PodFact | undefined> {
     try {
       const pod = podFact(PodSchema.parse(await this.core.readNamespacedPod({ name, namespace })));
       this.newest.admit(pod.uid, pod.resourceVersion);
-      if (pod.uid !== uid)
-        return { state: 'gone', reason: `pod ${namespace}/${name} now has uid ${pod.uid}` };
-      return { state: 'alive', pod };
+      return pod;
     } catch (err) {
-      if (isNotFound(err)) return { state: 'gone', reason: `pod ${namespace}/${name} not found` };
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }

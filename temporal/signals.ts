@@ -1,6 +1,7 @@
 // Signals to leases and nodes. Every signal is idempotent in its workflow; one to a workflow
 // that has closed meanwhile has nothing left to do.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { NodeDecision, PodDecision } from '../domain/cluster-decisions';
 import { nodeWorkflowId } from '../domain/ids';
 import { podRunningSignal, releaseSignal } from '../workflows/lease-messages';
 import { nodeDeletedSignal, nodeObservedSignal } from '../workflows/node-messages';
@@ -30,3 +31,27 @@ export const signalNodeDeleted = (client: Client, nodeName: string, uid: string)
   ignoringClosed(() =>
     client.workflow.getHandle(nodeWorkflowId(nodeName)).signal(nodeDeletedSignal, { uid }),
   );
+
+/** Carries out a pod decision on one lease; returns what it did ('kept' when nothing). */
+export async function applyPodDecision(
+  client: Client,
+  leaseId: string,
+  decision: PodDecision,
+): Promise<'released' | 'confirmedRunning' | 'kept'> {
+  if (decision.action === 'release')
+    return (await signalRelease(client, leaseId, decision.reason)) ? 'released' : 'kept';
+  if (decision.action === 'confirmRunning')
+    return (await signalPodRunning(client, leaseId)) ? 'confirmedRunning' : 'kept';
+  return 'kept';
+}
+
+/** Carries out a node decision; returns what it did. */
+export async function applyNodeDecision(
+  client: Client,
+  nodeName: string,
+  decision: NodeDecision,
+): Promise<{ deleted: boolean; observed: boolean }> {
+  const deleted = decision.deleted ? await signalNodeDeleted(client, nodeName, decision.deleted) : false;
+  const observed = decision.observed ? await signalNodeObserved(client, nodeName, decision.observed) : false;
+  return { deleted, observed };
+}

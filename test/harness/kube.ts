@@ -1,7 +1,9 @@
 // The test's hand on the cluster (there is no kubelet, scheduler or controller-manager): create
-// nodes and pods, set pod phases through the status subresource, delete with grace period 0.
+// nodes and pods (optionally with finalizers), set pod phases through the status subresource, and
+// delete the way a cluster does: gracefully (a bound pod stays Terminating until its kubelet,
+// here the test, deletes it with grace 0) and held by finalizers until they are removed.
 import { randomUUID } from 'node:crypto';
-import { connectKube, type KubeClients } from '../../kubernetes/kube';
+import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
 
 export function kubeconfigPath(): string {
   const path = process.env.NETLEASE_TEST_KUBECONFIG;
@@ -12,13 +14,43 @@ export function kubeconfigPath(): string {
 export interface TestCluster {
   clients: KubeClients;
   namespace: string;
-  createNode(name: string): Promise<string>;
-  deleteNode(name: string): Promise<void>;
-  createPod(name: string, nodeName: string): Promise<string>;
+  createNode(name: string, options?: ObjectOptions): Promise<string>;
+  /** Grace 0 by default; `graceful`: the API's default grace period. */
+  deleteNode(name: string, how?: Deletion): Promise<void>;
+  createPod(name: string, nodeName: string, options?: ObjectOptions): Promise<string>;
   setPodPhase(name: string, phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed'): Promise<void>;
-  deletePod(name: string): Promise<void>;
+  /** Grace 0 by default (what the kubelet does last); `graceful`: the pod stays Terminating. */
+  deletePod(name: string, how?: Deletion): Promise<void>;
+  /** Removes every finalizer: a Terminating object then goes away. */
+  clearPodFinalizers(name: string): Promise<void>;
+  clearNodeFinalizers(name: string): Promise<void>;
+  /** Whether the object is there, and Terminating (deletionTimestamp set). */
+  podState(name: string): Promise<ObjectState>;
+  nodeState(name: string): Promise<ObjectState>;
   close(): Promise<void>;
 }
+
+export interface ObjectOptions {
+  finalizers?: string[];
+}
+
+export type Deletion = 'now' | 'graceful';
+export type ObjectState = 'present' | 'terminating' | 'absent';
+
+async function stateOf(read: () => Promise<{ metadata?: { deletionTimestamp?: unknown } }>) {
+  try {
+    return (await read()).metadata?.deletionTimestamp ? 'terminating' : 'present';
+  } catch (err) {
+    if (isNotFound(err)) return 'absent';
+    throw err;
+  }
+}
+
+/** A finalizer only tests set and clear: it holds an object Terminating. */
+export const TEST_FINALIZER = 'netlease.test/hold';
+
+const graceOf = (how: Deletion = 'now') => (how === 'now' ? { gracePeriodSeconds: 0 } : {});
+const noFinalizers = [{ op: 'replace', path: '/metadata/finalizers', value: [] }];
 
 export async function testCluster(prefix: string): Promise<TestCluster> {
   const clients = await connectKube(kubeconfigPath());
@@ -29,19 +61,19 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
   return {
     clients,
     namespace,
-    async createNode(name) {
-      const node = await core.createNode({ body: { metadata: { name } } });
+    async createNode(name, options = {}) {
+      const node = await core.createNode({ body: { metadata: { name, finalizers: options.finalizers } } });
       nodes.add(name);
       return node.metadata?.uid ?? '';
     },
-    async deleteNode(name) {
-      await core.deleteNode({ name, gracePeriodSeconds: 0 });
+    async deleteNode(name, how) {
+      await core.deleteNode({ name, ...graceOf(how) });
     },
-    async createPod(name, nodeName) {
+    async createPod(name, nodeName, options = {}) {
       const pod = await core.createNamespacedPod({
         namespace,
         body: {
-          metadata: { name },
+          metadata: { name, finalizers: options.finalizers },
           spec: { nodeName, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
         },
       });
@@ -52,12 +84,28 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
       pod.status = { ...pod.status, phase };
       await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
     },
-    async deletePod(name) {
-      await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+    async deletePod(name, how) {
+      await core.deleteNamespacedPod({ name, namespace, ...graceOf(how) });
     },
+    async clearPodFinalizers(name) {
+      await core.patchNamespacedPod({ name, namespace, body: noFinalizers }, jsonPatch(clients));
+    },
+    async clearNodeFinalizers(name) {
+      await core.patchNode({ name, body: noFinalizers }, jsonPatch(clients));
+    },
+    podState: (name) => stateOf(() => core.readNamespacedPod({ name, namespace })),
+    nodeState: (name) => stateOf(() => core.readNode({ name })),
     async close() {
-      for (const name of nodes) await core.deleteNode({ name, gracePeriodSeconds: 0 }).catch(() => undefined);
+      for (const name of nodes) {
+        await core.patchNode({ name, body: noFinalizers }, jsonPatch(clients)).catch(() => undefined);
+        await core.deleteNode({ name, gracePeriodSeconds: 0 }).catch(() => undefined);
+      }
       await core.deleteNamespace({ name: namespace }).catch(() => undefined);
     },
   };
+}
+
+/** client-node 1.x sends patches as merge patches unless told otherwise. */
+function jsonPatch({ kube }: KubeClients) {
+  return kube.setHeaderOptions('Content-Type', kube.PatchStrategy.JsonPatch);
 }

@@ -2,7 +2,7 @@
 import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { prebuiltBundle } from '../../worker/bundle';
-import { quietRuntime } from './temporal';
+import { quietRuntime, type TestTemporal } from './temporal';
 
 export async function replayTaskQueue(
   client: Client,
@@ -21,4 +21,15 @@ export async function replayTaskQueue(
     if (result.error) errors.push(`${result.workflowId}: ${result.error.message}`);
   }
   return { replayed, errors };
+}
+
+/**
+ * Replays this file's histories and fails unless at least `atLeast` were replayed (visibility that
+ * returns nothing must not pass) and none diverged.
+ */
+export async function expectReplayed(temporal: TestTemporal, atLeast: number): Promise<number> {
+  const { replayed, errors } = await replayTaskQueue(temporal.client, temporal.taskQueue);
+  expect(errors).toEqual([]);
+  expect(replayed).toBeGreaterThanOrEqual(atLeast);
+  return replayed;
 }

@@ -7,6 +7,7 @@ import { netconf } from '../harness/netconf';
 import { hostEnds, makeNetns } from '../harness/netns';
 import { withNodeAgent } from '../harness/node-agent';
 import { runShim } from '../harness/shim';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
 const node = uniqueName('node');
@@ -126,4 +127,8 @@ test('the reference bridge plugin delegating IPAM to netlease: add, check, del',
   ok(await cnitool(bridge, 'del', bridgeNet, pod.path, inHost));
   expect(eth0(await pod.links())).toBeUndefined();
   ok(await cnitool(bridge, 'del', bridgeNet, pod.path, inHost));
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 3);
 });

@@ -16,6 +16,7 @@ import {
   type RunningNodeAgent,
 } from '../harness/node-agent';
 import { runShim } from '../harness/shim';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
 const node = uniqueName('node');
@@ -88,4 +89,8 @@ test('SIGKILL after the veth pair exists: the restarted agent finishes it, one i
     expect.arrayContaining(state.addresses.map((a) => `${a.address}/${a.prefixLength}`)),
   );
   expect((await pod.links()).map((l) => l.ifname).sort()).toEqual(['eth0', 'lo']);
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 1);
 });

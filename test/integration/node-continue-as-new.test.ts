@@ -10,7 +10,7 @@ import {
   nodeStateQuery,
   releaseUpdate,
 } from '../../workflows/node-messages';
-import { replayTaskQueue } from '../harness/replay';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
 const pool = PoolSpecSchema.parse({
@@ -80,7 +80,5 @@ test('continue-as-new keeps allocations and remembered answers', async () => {
 }, 300_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  const { replayed, errors } = await replayTaskQueue(ctx.temporal.client, ctx.temporal.taskQueue);
-  expect(errors).toEqual([]);
-  expect(replayed).toBeGreaterThanOrEqual(3);
+  await expectReplayed(ctx.temporal, 3);
 });

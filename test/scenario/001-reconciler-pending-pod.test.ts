@@ -1,6 +1,6 @@
 // Seed 001 (whereabouts): the reconciler must never release the lease of a pod that exists,
 // even Pending with no IP in its status; once the pod is gone, it releases it.
-import { replayTaskQueue } from '../harness/replay';
+import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { uniqueName } from '../harness/temporal';
 
@@ -33,6 +33,5 @@ test('001 reconciler vs a Pending pod', async () => {
 }, 180_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  const { errors } = await replayTaskQueue(scenario.temporal.client, scenario.temporal.taskQueue);
-  expect(errors).toEqual([]);
+  await expectReplayed(scenario.temporal, 3);
 });

@@ -13,6 +13,7 @@ import { netconf } from '../harness/netconf';
 import { futureNetns, makeNetns, type TestNetns } from '../harness/netns';
 import { withNodeAgent } from '../harness/node-agent';
 import { runShim, type ShimCall, type ShimOutcome } from '../harness/shim';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
@@ -146,4 +147,8 @@ test('003 a new sandbox of a parked pod activates with the same address', async 
   expect(await eth0Addresses(fresh)).toEqual(expect.arrayContaining(reserved));
   // The foreign link in the old sandbox is left alone.
   expect((await broken.links()).find((l) => l.ifname === 'eth0')?.address).toBe(foreignMac);
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 3);
 });

@@ -1,6 +1,6 @@
 // Seed 004 (Cilium): deletions missed while the control worker was down are synthesized by the
 // reconciler when it comes back; live leases are untouched.
-import { replayTaskQueue } from '../harness/replay';
+import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { runControlWorker, uniqueName } from '../harness/temporal';
 
@@ -44,6 +44,5 @@ test('004 missed node and pod deletions are reconciled after a restart', async (
 }, 240_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  const { errors } = await replayTaskQueue(scenario.temporal.client, scenario.temporal.taskQueue);
-  expect(errors).toEqual([]);
+  await expectReplayed(scenario.temporal, 6);
 });

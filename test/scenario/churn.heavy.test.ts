@@ -6,6 +6,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { nodeWorkflowId } from '../../domain/ids';
 import { knownLeases } from '../../temporal/visibility';
 import { nodeStateQuery } from '../../workflows/node-messages';
+import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { inBatches } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
@@ -20,11 +21,16 @@ beforeAll(
 );
 afterAll(async () => scenario?.close());
 
-/** Polls every node table; fails on an address owned twice, or handed on while its last owner lives. */
+/**
+ * Polls every node table; fails on an address owned twice, or handed on while its last owner
+ * lives. A query that fails is a failure of the check (only a node workflow not started yet is
+ * skipped), and it counts the allocations it read, so a check that read nothing cannot pass.
+ */
 function ownershipChecker(nodes: string[]) {
   const lastOwner = new Map<string, string>();
   const violations: string[] = [];
   let rounds = 0;
+  let allocationsRead = 0;
   let stopped = false;
   const isClosed = async (leaseId: string) => {
     try {
@@ -32,17 +38,26 @@ function ownershipChecker(nodes: string[]) {
         (await scenario.temporal.client.workflow.getHandle(leaseId).describe()).status.name !== 'RUNNING'
       );
     } catch (err) {
-      return err instanceof WorkflowNotFoundError;
+      if (err instanceof WorkflowNotFoundError) return true;
+      throw err;
+    }
+  };
+  const readTable = async (node: string) => {
+    try {
+      const handle = scenario.temporal.client.workflow.getHandle(nodeWorkflowId(node));
+      const state = await handle.query(nodeStateQuery);
+      return state.tables[scenario.temporal.taskQueue]?.allocations ?? {};
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return {};
+      throw err;
     }
   };
   const round = async () => {
     const owners = new Map<string, string>();
     for (const node of nodes) {
-      const state = await scenario.temporal.client.workflow
-        .getHandle(nodeWorkflowId(node))
-        .query(nodeStateQuery)
-        .catch(() => undefined);
-      for (const allocation of Object.values(state?.tables[scenario.temporal.taskQueue]?.allocations ?? {})) {
+      const allocations = Object.values(await readTable(node));
+      allocationsRead += allocations.length;
+      for (const allocation of allocations) {
         const other = owners.get(allocation.address);
         if (other && other !== allocation.owner)
           violations.push(`${allocation.address} held by ${other} and ${allocation.owner}`);
@@ -64,10 +79,11 @@ function ownershipChecker(nodes: string[]) {
   })();
   return {
     violations,
+    /** Rejects if a round failed to read a table. */
     async stop() {
       stopped = true;
       await loop;
-      return rounds;
+      return { rounds, allocationsRead };
     },
   };
 }
@@ -92,8 +108,12 @@ test('500 pods churn on 10 nodes with the reconciler running', async () => {
     20,
   );
   const shuffled = [...pods].sort(() => Math.random() - 0.5);
+  // Deleted as a cluster does: gracefully (Terminating), then the kubelet's grace-0 delete.
   await inBatches(
-    shuffled.map((pod) => () => cluster.deletePod(pod.name)),
+    shuffled.map((pod) => async () => {
+      await cluster.deletePod(pod.name, 'graceful');
+      await cluster.deletePod(pod.name);
+    }),
     20,
   );
 
@@ -106,9 +126,10 @@ test('500 pods churn on 10 nodes with the reconciler running', async () => {
   expect(open).toEqual([]);
   for (const pod of pods.slice(0, 25)) expect((await scenario.leaseState(pod.uid)).phase).toBe('Released');
 
-  const rounds = await checker.stop();
+  const { rounds, allocationsRead } = await checker.stop();
   expect(checker.violations).toEqual([]);
   expect(rounds).toBeGreaterThan(10);
+  expect(allocationsRead).toBeGreaterThan(PODS);
 
   const now = Date.now();
   for (const node of nodes) {
@@ -117,3 +138,7 @@ test('500 pods churn on 10 nodes with the reconciler running', async () => {
     for (const until of Object.values(table?.cooldowns ?? {})) expect(until).toBeLessThanOrEqual(now + 2000);
   }
 }, 900_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(scenario.temporal, PODS);
+}, 300_000);

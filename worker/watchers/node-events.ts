@@ -1,9 +1,10 @@
 // Node events are hints too: the node's current UID comes from a quorum read before the node
-// workflow hears of a new incarnation or a deletion.
+// workflow hears of a new incarnation or a deletion; decideNode makes the call, as in the reconciler.
 import type { Client } from '@temporalio/client';
+import { decideNode } from '../../domain/cluster-decisions';
 import { NodeSchema } from '../../domain/k8s';
 import type { ClusterReader } from '../../kubernetes/cluster-reader';
-import { signalNodeDeleted, signalNodeObserved } from '../../temporal/signals';
+import { applyNodeDecision } from '../../temporal/signals';
 import type { WatchEventType } from './pod-events';
 
 export class NodeEvents {
@@ -18,7 +19,7 @@ export class NodeEvents {
     const { name, uid, resourceVersion } = parsed.data.metadata;
     if (!this.reader.newest.admit(uid, resourceVersion)) return;
     const current = await this.reader.nodeUid(name);
-    if (current !== uid) await signalNodeDeleted(this.client, name, uid);
-    if (current !== undefined) await signalNodeObserved(this.client, name, current);
+    // An ADDED node may be a new incarnation the node workflow has not seen: tell it.
+    await applyNodeDecision(this.client, name, decideNode(type === 'ADDED' ? undefined : uid, current));
   }
 }

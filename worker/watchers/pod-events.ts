@@ -1,10 +1,12 @@
 // Pod events are hints: each one that could release or confirm a lease is checked by a quorum
-// read of the pod first, and an event older than one already seen is dropped (seed 002).
+// read of the pod first, and an event older than one already seen is dropped (seed 002). What
+// the pod means for each of its leases is decidePod's call, the same as the reconciler's.
 import type { Client } from '@temporalio/client';
+import { decidePod } from '../../domain/cluster-decisions';
 import { isTerminal, PodSchema, podFact } from '../../domain/k8s';
 import type { ClusterReader } from '../../kubernetes/cluster-reader';
+import { applyPodDecision } from '../../temporal/signals';
 import { leasesOfPod } from '../../temporal/visibility';
-import { signalPodRunning, signalRelease } from '../../temporal/signals';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR' | string;
 export type PodOutcome = 'stale' | 'ignored' | 'alive' | 'released' | 'running';
@@ -21,22 +23,15 @@ export class PodEvents {
     if (!parsed.success || type === 'BOOKMARK' || type === 'ERROR') return 'ignored';
     const hint = podFact(parsed.data);
     if (!this.reader.newest.admit(hint.uid, hint.resourceVersion)) return 'stale';
-    const wantsRelease = type === 'DELETED' || isTerminal(hint.phase);
-    if (!wantsRelease && hint.phase !== 'Running') return 'ignored';
-    const live = await this.reader.podLiveness(hint.namespace, hint.name, hint.uid);
-    if (wantsRelease) {
-      if (live.state === 'alive' && !isTerminal(live.pod.phase)) return 'alive';
-      const reason =
-        live.state === 'gone' ? live.reason : `pod ${hint.namespace}/${hint.name} is ${live.pod.phase}`;
-      for (const lease of await leasesOfPod(this.client, this.taskQueue, hint.uid)) {
-        await signalRelease(this.client, lease.workflowId, reason);
-      }
-      return 'released';
-    }
-    if (live.state !== 'alive' || live.pod.phase !== 'Running') return 'ignored';
+    // Only these can change a lease; anything else waits for the reconciler.
+    if (type !== 'DELETED' && !isTerminal(hint.phase) && hint.phase !== 'Running') return 'ignored';
+    const pod = await this.reader.readPod(hint.namespace, hint.name);
+    const done = [];
     for (const lease of await leasesOfPod(this.client, this.taskQueue, hint.uid)) {
-      await signalPodRunning(this.client, lease.workflowId);
+      done.push(await applyPodDecision(this.client, lease.workflowId, decidePod(lease, pod)));
     }
-    return 'running';
+    if (done.includes('released')) return 'released';
+    if (done.includes('confirmedRunning')) return 'running';
+    return pod?.uid === hint.uid ? 'alive' : 'ignored';
   }
 }

@@ -1,0 +1,51 @@
+// What one pod or one node means for netlease, decided in one place and used by both the watchers
+// (edge: an event, then a verifying quorum read) and the reconciler (level: a quorum list), like a
+// controller's Reconcile: the same facts always give the same action.
+import { isTerminal, type PodFact } from './k8s';
+
+/** What the control plane knows of an open lease (from visibility). */
+export interface LeaseFacts {
+  podUid: string;
+  podRef: string;
+  phase: string;
+}
+
+export type PodDecision =
+  { action: 'release'; reason: string } | { action: 'confirmRunning' } | { action: 'keep'; why: string };
+
+/** Phases a Running pod still has to be confirmed for (the lease remembers it if not yet Active). */
+const AWAITING_RUNNING = new Set(['Producing', 'Produced', 'Consumed', 'Activating', 'Active', 'Stalled']);
+
+/**
+ * `pod`: the pod with the lease's UID from a quorum read, or undefined when no pod has that UID.
+ * Released only when the pod is gone or terminal, never for a pod that exists otherwise, whatever
+ * its phase or IPs (seed 001); a Terminating pod still exists, its sandbox may still run.
+ */
+export function decidePod(lease: LeaseFacts, pod: PodFact | undefined): PodDecision {
+  if (!pod)
+    return { action: 'release', reason: `pod ${lease.podRef} (uid ${lease.podUid}) no longer exists` };
+  if (pod.uid !== lease.podUid)
+    return { action: 'release', reason: `pod ${lease.podRef} now has uid ${pod.uid}` };
+  if (isTerminal(pod.phase)) return { action: 'release', reason: `pod ${lease.podRef} is ${pod.phase}` };
+  if (pod.phase === 'Running' && AWAITING_RUNNING.has(lease.phase)) return { action: 'confirmRunning' };
+  return { action: 'keep', why: pod.terminating ? 'pod is terminating' : `pod is ${pod.phase}` };
+}
+
+export interface NodeDecision {
+  /** This incarnation is over: compensate it. */
+  deleted?: string;
+  /** The node's current incarnation, to tell the node workflow. */
+  observed?: string;
+}
+
+/**
+ * `knownUid`: the incarnation the caller knows (the node workflow's, or a watch event's; undefined
+ * when it knows none); `liveUid`: the UID a quorum read returned, undefined when no Node has the
+ * name. A Terminating Node still exists: it keeps its incarnation until it is gone (seed 000).
+ */
+export function decideNode(knownUid: string | undefined, liveUid: string | undefined): NodeDecision {
+  return {
+    ...(knownUid && knownUid !== liveUid ? { deleted: knownUid } : {}),
+    ...(liveUid && liveUid !== knownUid ? { observed: liveUid } : {}),
+  };
+}
