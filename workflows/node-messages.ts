@@ -17,7 +17,7 @@ export interface NodeState {
   tables: Record<string, AllocationTable>;
   /** Blocks requested so far (all pools and families): makes acquire update ids deterministic. */
   blockRequests: number;
-  /** Lease runs whose addresses were returned: a late allocate of theirs is refused. Bounded. */
+  /** Lease runs (`owner@run`) whose addresses were returned: a late allocate is refused. Bounded. */
   releasedRuns?: string[];
   results: RememberedResults;
 }

@@ -66,6 +66,8 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
 /** Released lease runs remembered: far more than a node has leases in flight at once. */
 const RUNS_KEPT = 2000;
 
+const runKey = (owner: string, run: string) => `${owner}@${run}`;
+
 const initialState = (): NodeState => ({
   incarnation: '',
   retired: {},
@@ -122,7 +124,7 @@ class NodeAddresses {
 
   /** allocate: one address per pool family for the owner lease, from this incarnation's blocks. */
   private async allocate(request: AllocateRequest): Promise<AddressGrant[]> {
-    if (request.run && this.state.releasedRuns?.includes(request.run)) {
+    if (request.run && this.state.releasedRuns?.includes(runKey(request.owner, request.run))) {
       // Released while its allocation was on the way (release cancels a producing lease).
       throw ApplicationFailure.nonRetryable(`lease ${request.owner} was released`, FailureType.released);
     }
@@ -215,12 +217,14 @@ class NodeAddresses {
     }
   }
 
-  /** Runs compensation for each retired incarnation until history is long enough to continue. */
+  /**
+   * Runs compensation for each retired incarnation until history is long enough to continue. A
+   * compensation still waiting for its leases then continues in the next run, from `retired`.
+   */
   async compensateRetiredIncarnations(): Promise<void> {
-    const limit = this.input.historyLimit;
     const nextRetired = () => Object.keys(this.state.retired)[0];
-    while (!historyTooLong(limit)) {
-      await condition(() => nextRetired() !== undefined || historyTooLong(limit));
+    while (!this.historyFull()) {
+      await condition(() => nextRetired() !== undefined || this.historyFull());
       const uid = nextRetired();
       if (uid !== undefined) await this.compensate(uid);
     }
@@ -228,10 +232,10 @@ class NodeAddresses {
 
   /**
    * compensate: releases every lease of a gone incarnation (node-local steps skipped), waits
-   * out the cooldowns, gives its blocks back. Resumes from `retired` after continue-as-new.
+   * out the cooldowns, gives its blocks back.
    */
   private async compensate(uid: string): Promise<void> {
-    await this.releaseLeasesOf(uid);
+    if (!(await this.releaseLeasesOf(uid))) return; // history full: the next run goes on
     for (const [poolName, table] of Object.entries(this.state.tables)) {
       await this.returnBlocksOf(uid, poolName, table);
     }
@@ -239,7 +243,8 @@ class NodeAddresses {
     this.describe();
   }
 
-  private async releaseLeasesOf(uid: string): Promise<void> {
+  /** Whether every lease of the incarnation let go of its addresses (false: history is full). */
+  private async releaseLeasesOf(uid: string): Promise<boolean> {
     const reason = `node ${this.input.nodeName} incarnation ${uid}: ${this.state.retired[uid]}`;
     for (;;) {
       for (const owner of this.ownersOf(uid)) {
@@ -251,8 +256,13 @@ class NodeAddresses {
               release(this.tableOf(name), owner, Date.now(), 0);
           });
       }
-      if (await condition(() => this.ownersOf(uid).length === 0, '5 minutes')) return;
+      const settled = () => this.ownersOf(uid).length === 0 || this.historyFull();
+      if (await condition(settled, '5 minutes')) return this.ownersOf(uid).length === 0;
     }
+  }
+
+  private historyFull(): boolean {
+    return historyTooLong(this.input.historyLimit);
   }
 
   private async returnBlocksOf(uid: string, poolName: string, table: AllocationTable): Promise<void> {

@@ -27,7 +27,10 @@ export async function replayTaskQueue(
  * Replays this file's histories and fails unless at least `atLeast` were replayed (visibility that
  * returns nothing must not pass) and none diverged.
  */
-export async function expectReplayed(temporal: TestTemporal, atLeast: number): Promise<number> {
+export async function expectReplayed(
+  temporal: Pick<TestTemporal, 'client' | 'taskQueue'>,
+  atLeast: number,
+): Promise<number> {
   const { replayed, errors } = await replayTaskQueue(temporal.client, temporal.taskQueue);
   expect(errors).toEqual([]);
   expect(replayed).toBeGreaterThanOrEqual(atLeast);
