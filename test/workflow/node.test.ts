@@ -3,7 +3,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
-import type { ProduceInput } from '../../activities/addresses';
 import type { AcquireBlockInput, ReturnBlocksInput } from '../../activities/blocks';
 import { PoolSpecSchema } from '../../domain/config';
 import { allocateUpdateId, leaseWorkflowId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
