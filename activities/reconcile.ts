@@ -46,7 +46,7 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       };
       for (const lease of leases.filter((l) => hasPod(l.podUid))) {
         const pod = pods.get(lease.podUid);
-        const done = await applyPodDecision(client, lease.workflowId, decidePod(lease, pod));
+        const done = await applyPodDecision(client, lease.workflowId, decidePod(lease, pod), 'reconciler');
         if (done === 'released') summary.released++;
         if (done === 'confirmedRunning') summary.confirmedRunning++;
         Context.current().heartbeat({ what: 'leases' });

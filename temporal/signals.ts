@@ -32,14 +32,18 @@ export const signalNodeDeleted = (client: Client, nodeName: string, uid: string)
     client.workflow.getHandle(nodeWorkflowId(nodeName)).signal(nodeDeletedSignal, { uid }),
   );
 
-/** Carries out a pod decision on one lease; returns what it did ('kept' when nothing). */
+/**
+ * Carries out a pod decision on one lease; returns what it did ('kept' when nothing). `source`
+ * (watcher, reconciler) prefixes the release reason, so the lease says who released it.
+ */
 export async function applyPodDecision(
   client: Client,
   leaseId: string,
   decision: PodDecision,
+  source: string,
 ): Promise<'released' | 'confirmedRunning' | 'kept'> {
   if (decision.action === 'release')
-    return (await signalRelease(client, leaseId, decision.reason)) ? 'released' : 'kept';
+    return (await signalRelease(client, leaseId, `${source}: ${decision.reason}`)) ? 'released' : 'kept';
   if (decision.action === 'confirmRunning')
     return (await signalPodRunning(client, leaseId)) ? 'confirmedRunning' : 'kept';
   return 'kept';

@@ -10,7 +10,8 @@ import { writeCniDir, type CniDir } from './cni-dir';
 import { startTracked, type Tracked } from './processes';
 
 export interface DevNode {
-  agent: Tracked;
+  /** Starts (or restarts) the node agent process. */
+  startAgent(): Tracked;
   cni: CniDir;
   hostNetns: string | undefined;
 }
@@ -46,10 +47,10 @@ export async function startDevNode(
   const cni = writeCniDir(join(stateDir, 'cni'), { [conflist.name]: conflist });
 
   console.log('netlease: starting the node agent');
-  const agent = startTracked(process.execPath, [
-    join(root, 'dist', 'worker', 'node-agent.js'),
-    '--config',
-    configPath,
-  ]);
-  return { agent, cni, hostNetns: config.hostNetns ? netnsPath(config.hostNetns) : undefined };
+  const args = [join(root, 'dist', 'worker', 'node-agent.js'), '--config', configPath];
+  return {
+    startAgent: () => startTracked(process.execPath, args),
+    cni,
+    hostNetns: config.hostNetns ? netnsPath(config.hostNetns) : undefined,
+  };
 }

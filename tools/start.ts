@@ -1,8 +1,8 @@
 // `npm start`: Temporal dev server (UI, SQLite state that survives restarts), a local Kubernetes
 // API, the control worker and this machine's node agent, tracked by PID; Ctrl-C stops them in
 // reverse order.
-import { mkdirSync, openSync, writeFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { hostname } from 'node:os';
 import { connectKube, isNotFound } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
@@ -10,6 +10,7 @@ import { loadConfigFile } from '../worker/config-file';
 import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
 import { startTracked, stopLeftovers, stopPid, type Tracked } from './processes';
+import { supervise, type Supervised } from './supervise';
 import { startDevServer } from './temporal-server';
 
 const root = join(__dirname, '..', '..');
@@ -37,37 +38,41 @@ async function main(): Promise<void> {
     logFd: log,
   });
   const children: Tracked[] = [server.process];
-  const save = () => writeFileSync(pidFile, JSON.stringify(children.map((c) => c.pid)));
+  const workers: Supervised[] = [];
+  const running = () => [...children, ...workers.map((w) => w.current())];
+  const save = () => writeFileSync(pidFile, JSON.stringify(running().map((c) => c.pid)));
   save();
 
   const effective = await withKubernetes(config, log, children, save);
   const effectivePath = join(stateDir, 'netlease.effective.json');
   writeFileSync(effectivePath, JSON.stringify(effective, null, 2));
 
-  console.log('netlease: starting the control worker');
-  const control = startTracked(process.execPath, [
-    join(root, 'dist', 'worker', 'control.js'),
-    '--config',
-    effectivePath,
-  ]);
-  children.push(control);
-  save();
-  const node = await startDevNode(root, stateDir, config.temporal.address);
-  children.push(node.agent);
-  save();
-
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`\nnetlease: ${why}; stopping ${children.map((c) => c.pid).join(', ')}`);
-    for (const child of [...children].reverse()) await stopPid(child.pid);
+    for (const worker of workers) worker.stop();
+    const all = running();
+    console.log(`\nnetlease: ${why}; stopping ${all.map((c) => c.pid).join(', ')}`);
+    for (const child of all.reverse()) await stopPid(child.pid);
     rmSync(pidFile, { force: true });
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('interrupted'));
   process.on('SIGTERM', () => void stop('terminated'));
+  process.on('SIGHUP', () => void stop('hung up'));
+  // The servers hold the state: one of them gone is the end of this run (the state stays on disk).
   for (const child of children) void child.exited.then((code) => stop(`pid ${child.pid} exited (${code})`));
+  // A crashed worker is restarted.
+  const events = { restarted: save, gaveUp: (reason: string) => void stop(reason) };
+
+  console.log('netlease: starting the control worker');
+  const controlArgs = [join(root, 'dist', 'worker', 'control.js'), '--config', effectivePath];
+  workers.push(supervise('control worker', () => startTracked(process.execPath, controlArgs), events));
+  save();
+  const node = await startDevNode(root, stateDir, config.temporal.address);
+  workers.push(supervise('node agent', node.startAgent, events));
+  save();
 
   console.log(`
 netlease is running.
@@ -88,7 +93,17 @@ Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostname()} registered
   node dist/tools/demo-pod.js create demo    # a pod on this node; prints the ADD to run
   node dist/tools/demo-pod.js running demo   # the lease goes Running
   node dist/tools/demo-pod.js delete demo    # the lease is released
-Ctrl-C stops everything.`);
+Temporal CLI: ${linkCli(server.cli)}  (not on PATH; e.g. .netlease/bin/temporal workflow list)
+Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
+}
+
+/** `.netlease/bin/temporal` → the pinned CLI in the cache, so the README's commands have one path. */
+function linkCli(cli: string): string {
+  const link = join(stateDir, 'bin', 'temporal');
+  mkdirSync(dirname(link), { recursive: true });
+  rmSync(link, { force: true });
+  symlinkSync(cli, link);
+  return link;
 }
 
 /**

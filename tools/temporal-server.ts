@@ -17,6 +17,8 @@ export interface DevServerOptions {
 export interface DevServer {
   address: string;
   uiUrl?: string;
+  /** The pinned `temporal` CLI (not on PATH). */
+  cli: string;
   pid: number;
   process: Tracked;
   stop(): Promise<void>;
@@ -42,6 +44,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const server: DevServer = {
     address,
     uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
+    cli: programPath('temporal'),
     pid: tracked.pid,
     process: tracked,
     stop: () => stopPid(tracked.pid),

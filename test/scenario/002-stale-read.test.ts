@@ -44,14 +44,22 @@ test('002 stale pod objects are ignored or verified away', async () => {
   // A deletion hint without a usable resourceVersion is checked by a quorum read: uid2 is alive.
   const unversioned = { ...current, metadata: { ...current.metadata, resourceVersion: undefined } };
   expect(await events.handle('DELETED', unversioned)).toBe('alive');
-  // A listing from before the delete + recreate: same name, old UID, shown Running.
-  expect(await events.handle('MODIFIED', { ...staleListing, status: { phase: 'Running' } })).toBe('ignored');
+  // A listing from before the delete + recreate: same name, old UID, shown Running. It confirms
+  // nothing; its verifying read finds the name held by uid2, so uid1's lease (whose pod is gone,
+  // as the quorum read shows) is released, and nothing is handed out.
+  expect(await events.handle('MODIFIED', { ...staleListing, status: { phase: 'Running' } })).toBe('released');
+  const state1 = await scenario.waitForPhase(uid1, 'Released');
+  expect(state1.releaseReason).toBe(`watcher: pod ${cluster.namespace}/pod-0 now has uid ${uid2}`);
 
   const state2 = await scenario.waitForPhase(uid2, 'Running');
   expect(state2.addresses).toEqual(addresses2);
   const nodeAfter = await scenario.nodeState(node);
   const pool = scenario.temporal.taskQueue;
-  expect(nodeAfter.tables[pool]?.allocations).toEqual(nodeBefore.tables[pool]?.allocations);
+  const stillHeld = Object.fromEntries(
+    Object.entries(nodeBefore.tables[pool]?.allocations ?? {}).filter(([, a]) => a.podUid !== uid1),
+  );
+  expect(nodeAfter.tables[pool]?.allocations).toEqual(stillHeld);
+  expect(Object.keys(stillHeld)).toHaveLength(addresses2.length);
   expect(nodeAfter.blockRequests).toBe(nodeBefore.blockRequests);
 }, 180_000);
 

@@ -24,13 +24,15 @@ export class PodEvents {
     const hint = podFact(parsed.data);
     if (!this.reader.newest.admit(hint.uid, hint.resourceVersion)) return 'stale';
     // Only these can change a lease; anything else waits for the reconciler.
-    if (type !== 'DELETED' && !isTerminal(hint.phase) && hint.phase !== 'Running') return 'ignored';
+    const saysGone = type === 'DELETED' || isTerminal(hint.phase);
+    if (!saysGone && hint.phase !== 'Running') return 'ignored';
     const pod = await this.reader.readPod(hint.namespace, hint.name);
     const done = [];
     for (const lease of await leasesOfPod(this.client, this.taskQueue, hint.uid)) {
-      done.push(await applyPodDecision(this.client, lease.workflowId, decidePod(lease, pod)));
+      done.push(await applyPodDecision(this.client, lease.workflowId, decidePod(lease, pod), 'watcher'));
     }
     if (done.includes('released')) return 'released';
+    if (saysGone) return 'alive'; // the hint said gone; the quorum read says otherwise
     if (done.includes('confirmedRunning')) return 'running';
     return pod?.uid === hint.uid ? 'alive' : 'ignored';
   }
