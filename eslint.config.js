@@ -47,7 +47,8 @@ const layer = (forbidden) => ({
     {
       patterns: [
         {
-          group: forbidden.flatMap((folder) => [`**/${folder}/**`, `**/${folder}`]),
+          // The project's folders, not packages of the same name (@temporalio/worker).
+          group: [...forbidden.flatMap((folder) => [`**/${folder}/**`, `**/${folder}`]), '!@*/**'],
           message: 'This folder must not depend on that layer (see test/unit/architecture).',
         },
       ],

@@ -5,6 +5,10 @@ import { readEnv, type CniEnv } from './env';
 import { CniCode, CniError } from './errors';
 import { checkVersion, decodeJson, parseNetConf, requestedVersion } from './netconf';
 
+// The runtime logs the plugin's stderr on every call. With TLS to an IP address, grpc-js gives the
+// IP as the TLS server name and Node prints a deprecation (DEP0123) there each time: keep it out.
+process.noDeprecation = true;
+
 function readStdin(): string {
   try {
     return readFileSync(0, 'utf8');

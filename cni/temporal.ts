@@ -1,36 +1,12 @@
-// The shim's Temporal client: settings from the network config, a deadline on every call, and
-// failures translated into CNI error codes.
-import { readFileSync } from 'node:fs';
+// The shim's Temporal client: settings from the network config (connected by
+// temporal/connection, as every process is), a deadline on every call, and failures translated
+// into CNI error codes.
 import { ApplicationFailure } from '@temporalio/common';
-import { Client, Connection, WorkflowUpdateFailedError, type ConnectionOptions } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
 import { FailureType } from '../domain/lease';
+import { connectClient, TlsFileError } from '../temporal/connection';
 import { CniCode, CniError } from './errors';
-
-function readTlsFile(path: string | undefined, field: string): Buffer | undefined {
-  if (!path) return undefined;
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw new CniError(
-      CniCode.ioFailure,
-      `cannot read temporal.tls.${field} "${path}"`,
-      (err as Error).message,
-    );
-  }
-}
-
-function tlsOptions(settings: TemporalConnection): ConnectionOptions['tls'] {
-  const tls = settings.tls;
-  if (!tls) return undefined;
-  const cert = readTlsFile(tls.clientCertFile, 'clientCertFile');
-  const key = readTlsFile(tls.clientKeyFile, 'clientKeyFile');
-  return {
-    serverNameOverride: tls.serverNameOverride,
-    serverRootCACertificate: readTlsFile(tls.serverRootCACertificateFile, 'serverRootCACertificateFile'),
-    ...(cert && key ? { clientCertPair: { crt: cert, key } } : {}),
-  };
-}
 
 /** Connects, runs `fn` under the deadline, closes. Unreachable or slow Temporal → code 11. */
 export async function withTemporal<T>(
@@ -39,21 +15,16 @@ export async function withTemporal<T>(
   fn: (client: Client) => Promise<T>,
 ): Promise<T> {
   const deadline = Date.now() + timeoutSeconds * 1000;
-  let connection: Connection | undefined;
+  let client: Client | undefined;
   try {
-    connection = await Connection.connect({
-      address: settings.address,
-      tls: tlsOptions(settings),
-      // The whole budget: on a busy node, loading and connecting can take most of it.
-      connectTimeout: timeoutSeconds * 1000,
-    });
-    const client = new Client({ connection, namespace: settings.namespace });
-    const active = connection;
-    return await active.withDeadline(deadline, () => fn(client));
+    // The whole budget: on a busy node, loading and connecting can take most of it.
+    client = await connectClient(settings, { connectTimeoutMs: timeoutSeconds * 1000 });
+    const connected = client;
+    return await connected.connection.withDeadline(deadline, () => fn(connected));
   } catch (err) {
     throw toCniError(err, settings.address);
   } finally {
-    await connection?.close().catch(() => undefined);
+    await client?.connection.close().catch(() => undefined);
   }
 }
 
@@ -69,6 +40,9 @@ const FAILURE_CODES: Record<string, number> = {
 
 export function toCniError(err: unknown, address: string): CniError {
   if (err instanceof CniError) return err;
+  if (err instanceof TlsFileError) {
+    return new CniError(CniCode.ioFailure, `cannot read temporal.tls.${err.field} "${err.path}"`, err.reason);
+  }
   if (err instanceof WorkflowUpdateFailedError) {
     const cause = err.cause;
     if (cause instanceof ApplicationFailure && cause.type && FAILURE_CODES[cause.type] !== undefined) {

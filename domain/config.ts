@@ -80,6 +80,14 @@ export const TemporalConnectionSchema = z
         clientKeyFile: z.string().optional(),
       })
       .strict()
+      .superRefine((tls, ctx) => {
+        // mTLS needs both halves; one alone would silently connect without a client certificate.
+        const [cert, key] = [tls.clientCertFile, tls.clientKeyFile];
+        if (cert && !key)
+          ctx.addIssue({ code: 'custom', path: ['clientKeyFile'], message: 'required with clientCertFile' });
+        if (key && !cert)
+          ctx.addIssue({ code: 'custom', path: ['clientCertFile'], message: 'required with clientKeyFile' });
+      })
       .optional(),
   })
   .strict();

@@ -16,6 +16,8 @@ export const LinkSchema = z
     flags: z.array(z.string()).default([]),
     operstate: z.string().optional(),
     addr_info: z.array(AddrInfoSchema).optional(),
+    /** With `-d`: the link's type (`veth`, `bridge`, ...). */
+    linkinfo: z.object({ info_kind: z.string().optional() }).passthrough().optional(),
   })
   .passthrough();
 export type Link = z.infer<typeof LinkSchema>;
@@ -25,10 +27,10 @@ export const RouteEntrySchema = z
   .passthrough();
 export type RouteEntry = z.infer<typeof RouteEntrySchema>;
 
-/** The link with its addresses, or undefined when there is none of that name. */
+/** The link with its addresses and kind, or undefined when there is none of that name. */
 export async function findLink(netns: Netns, name: string): Promise<Link | undefined> {
   try {
-    const [link] = await ipJson(netns, ['addr', 'show', 'dev', name], LinkSchema);
+    const [link] = await ipJson(netns, ['-d', 'addr', 'show', 'dev', name], LinkSchema);
     return link;
   } catch (err) {
     if (err instanceof IpError && err.notFound) return undefined;

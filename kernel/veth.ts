@@ -9,6 +9,23 @@ import type { AttachmentLinkNames } from './names';
 const isPair = (host: Link, pod: Link): boolean =>
   host.link_index === pod.ifindex && pod.link_index === host.ifindex;
 
+/** As the pod side's MAC does there: only a veth with our host MAC is ours to replace or remove. */
+const isOurHostEnd = (link: Link, names: AttachmentLinkNames): boolean =>
+  link.linkinfo?.info_kind === 'veth' && link.address === names.hostMac;
+
+const conflict = (name: string, where: string, what: string): ApplicationFailure =>
+  ApplicationFailure.retryable(
+    `${name} in ${where} exists and is not netlease's (${what})`,
+    DataplaneFailure.linkConflict,
+  );
+
+const mac = (link: Link): string => `MAC ${link.address ?? 'none'}`;
+
+function hostConflict(host: Netns, names: AttachmentLinkNames, link: Link): ApplicationFailure {
+  const where = host ?? "the node agent's namespace";
+  return conflict(names.hostName, where, `${link.linkinfo?.info_kind ?? 'no kind'}, ${mac(link)}`);
+}
+
 async function create(host: Netns, podNetns: string, ifName: string, names: AttachmentLinkNames) {
   await ip(host, [
     'link',
@@ -37,13 +54,9 @@ export async function ensureVethPair(
   retried = false,
 ): Promise<void> {
   const pod = await findLink(podNetns, ifName);
-  if (pod && pod.address !== names.containerMac) {
-    throw ApplicationFailure.retryable(
-      `${ifName} in ${podNetns} exists and is not netlease's (MAC ${pod.address ?? 'none'})`,
-      DataplaneFailure.linkConflict,
-    );
-  }
+  if (pod && pod.address !== names.containerMac) throw conflict(ifName, podNetns, mac(pod));
   const hostLink = await findLink(host, names.hostName);
+  if (hostLink && !isOurHostEnd(hostLink, names)) throw hostConflict(host, names, hostLink);
   if (pod && hostLink && isPair(hostLink, pod)) return;
   if (hostLink) await deleteLink(host, names.hostName);
   if (pod) await deleteLink(podNetns, ifName);
@@ -58,7 +71,7 @@ export async function ensureVethPair(
   }
 }
 
-/** Removes the pair; the pod end alone only when it carries our MAC. Gone already is fine. */
+/** Removes the pair: each end only when it is ours (a foreign link stays). Gone already is fine. */
 export async function removeVethPair(
   host: Netns,
   podNetns: string,
@@ -66,7 +79,8 @@ export async function removeVethPair(
   names: AttachmentLinkNames,
   podNetnsExists: boolean,
 ): Promise<void> {
-  await deleteLink(host, names.hostName);
+  const hostLink = await findLink(host, names.hostName);
+  if (hostLink && isOurHostEnd(hostLink, names)) await deleteLink(host, names.hostName);
   if (!podNetnsExists) return;
   const pod = await findLink(podNetns, ifName);
   if (pod?.address === names.containerMac) await deleteLink(podNetns, ifName);

@@ -10,11 +10,14 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm install --no-audit --no-fund
 fi
 
-# The dataplane uses iproute2 and nsenter; the ptp tests ping between namespaces.
+# The dataplane uses iproute2 and nsenter; the ptp tests ping between namespaces; the mTLS test
+# makes certificates with openssl and puts nginx (a TLS-terminating gRPC proxy) before Temporal.
 missing=""
 command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
 command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
 command -v ping >/dev/null 2>&1 || missing="$missing iputils-ping"
+command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing="$missing nginx"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages:$missing (install them as root, then run this again)"
@@ -22,7 +25,21 @@ if [ -n "$missing" ]; then
   fi
   say "installing Debian packages:$missing"
   apt-get update -qq
+  # Only nginx's binary is wanted: while installing, a policy-rc.d that refuses every start keeps
+  # the package from starting a system nginx on port 80 (one already there is left as it is).
+  policy=/usr/sbin/policy-rc.d
+  made_policy=""
+  if [ ! -e "$policy" ]; then
+    trap 'rm -f "$policy"' EXIT # also when the install fails
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made_policy=1
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+  if [ -n "$made_policy" ]; then rm -f "$policy" && trap - EXIT; fi
+  # A policy-rc.d of the machine's own may have let it start: stop it, and keep it off at boot.
+  case "$missing" in *nginx*)
+    [ ! -s /run/nginx.pid ] || /usr/sbin/nginx -s quit || true
+    if command -v systemctl >/dev/null 2>&1; then systemctl disable --quiet nginx 2>/dev/null || true; fi ;;
+  esac
 fi
 
 stamp=dist/.built

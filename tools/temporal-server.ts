@@ -1,6 +1,7 @@
 // Starts the pinned Temporal dev server on loopback with netlease's search attributes registered.
-import { Connection } from '@temporalio/client';
+import { TemporalConnectionSchema } from '../domain/config';
 import { devServerFlags } from '../domain/search-attributes';
+import { connectConnection } from '../temporal/connection';
 import { programPath } from './programs';
 import { startTracked, stopPid, waitFor, type Tracked } from './processes';
 
@@ -61,7 +62,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
 
 async function isHealthy(address: string): Promise<boolean> {
   try {
-    const connection = await Connection.connect({ address, connectTimeout: 1000 });
+    // The dev server this launches is plaintext on loopback: no tls section.
+    const settings = TemporalConnectionSchema.parse({ address });
+    const connection = await connectConnection(settings, { connectTimeoutMs: 1000 });
     try {
       await connection.healthService.check({});
       return true;

@@ -1,11 +1,12 @@
 // The control worker: lease, node, pool and reconcile workflows plus the cluster-side activities;
 // with a `kubernetes` section also the node and pod watchers and the reconciler schedule.
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { createControlActivities } from '../activities/control';
 import { ClusterReader } from '../kubernetes/cluster-reader';
 import { connectKube } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
+import { connectClient, connectWorkerConnection } from '../temporal/connection';
 import { prebuiltBundle } from './bundle';
 import { ensureReconcileSchedule } from './reconcile-schedule';
 import { NodeEvents } from './watchers/node-events';
@@ -22,10 +23,9 @@ export interface ControlWorker {
 }
 
 export async function createControlWorker(config: NetleaseConfig): Promise<ControlWorker> {
-  const { address, namespace, taskQueue } = config.temporal;
-  const nativeConnection = await NativeConnection.connect({ address });
-  const connection = await Connection.connect({ address });
-  const client = new Client({ connection, namespace });
+  const { namespace, taskQueue } = config.temporal;
+  const nativeConnection = await connectWorkerConnection(config.temporal);
+  const client = await connectClient(config.temporal);
   const kube = config.kubernetes ? await connectKube(config.kubernetes.kubeconfig) : undefined;
   const reader = kube ? new ClusterReader(kube.core) : undefined;
   const worker = await Worker.create({
@@ -59,7 +59,7 @@ export async function createControlWorker(config: NetleaseConfig): Promise<Contr
     },
     async close() {
       for (const watch of watches) watch.stop();
-      await connection.close();
+      await client.connection.close();
       await nativeConnection.close();
     },
   };

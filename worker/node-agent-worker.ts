@@ -1,9 +1,10 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
 import { hostname } from 'node:os';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createDataplaneActivities } from '../activities/dataplane';
 import type { NodeAgentConfig } from '../domain/config';
 import { nodeTaskQueue } from '../domain/dataplane';
+import { connectWorkerConnection } from '../temporal/connection';
 
 export interface NodeAgent {
   worker: Worker;
@@ -14,7 +15,7 @@ export interface NodeAgent {
 
 export async function createNodeAgent(config: NodeAgentConfig): Promise<NodeAgent> {
   const nodeName = config.nodeName ?? hostname();
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const connection = await connectWorkerConnection(config.temporal);
   const taskQueue = nodeTaskQueue(nodeName);
   const worker = await Worker.create({
     connection,

@@ -3,7 +3,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NodeAgentConfigSchema } from '../../domain/config';
+import { NodeAgentConfigSchema, type TemporalConnection } from '../../domain/config';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { createNodeAgent } from '../../worker/node-agent-worker';
 import { deleteAllNetns, makeNetns, type TestNetns } from './netns';
@@ -13,12 +13,19 @@ export interface RunningNodeAgent {
   stop(): Promise<void>;
 }
 
-const agentConfig = (nodeName: string, hostNetns: string) =>
-  NodeAgentConfigSchema.parse({ temporal: { address: temporalAddress() }, nodeName, hostNetns });
+/** How the agent reaches Temporal: the dev server unless a test says otherwise (e.g. a TLS proxy). */
+export type AgentTemporal = Partial<TemporalConnection>;
 
-export async function runNodeAgent(nodeName: string, hostNetns: string): Promise<RunningNodeAgent> {
+const agentConfig = (nodeName: string, hostNetns: string, temporal: AgentTemporal = {}) =>
+  NodeAgentConfigSchema.parse({ temporal: { address: temporalAddress(), ...temporal }, nodeName, hostNetns });
+
+export async function runNodeAgent(
+  nodeName: string,
+  hostNetns: string,
+  temporal?: AgentTemporal,
+): Promise<RunningNodeAgent> {
   quietRuntime();
-  const agent = await createNodeAgent(agentConfig(nodeName, hostNetns));
+  const agent = await createNodeAgent(agentConfig(nodeName, hostNetns, temporal));
   const running = agent.worker.run();
   return {
     async stop() {
@@ -41,10 +48,11 @@ export function startNodeAgentProcess(
   nodeName: string,
   hostNetns: string,
   env: Record<string, string> = {},
+  temporal?: AgentTemporal,
 ): NodeAgentProcess {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-agent-'));
   const file = join(dir, 'node-agent.json');
-  writeFileSync(file, JSON.stringify(agentConfig(nodeName, hostNetns)));
+  writeFileSync(file, JSON.stringify(agentConfig(nodeName, hostNetns, temporal)));
   const tracked = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', file], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -56,12 +64,15 @@ export function startNodeAgentProcess(
 }
 
 /** A host namespace and an in-process node agent for the whole test file; `host` is set before tests run. */
-export function withNodeAgent(nodeName: string): { readonly host: TestNetns } {
+export function withNodeAgent(
+  nodeName: string,
+  temporal: () => AgentTemporal = () => ({}),
+): { readonly host: TestNetns } {
   let host: TestNetns | undefined;
   let agent: RunningNodeAgent | undefined;
   beforeAll(async () => {
     host = await makeNetns('host');
-    agent = await runNodeAgent(nodeName, host.name);
+    agent = await runNodeAgent(nodeName, host.name, temporal());
   });
   afterAll(async () => {
     await agent?.stop();

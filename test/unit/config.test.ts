@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TemporalConnectionSchema } from '../../domain/config';
+import { tlsConfig, TlsFileError } from '../../temporal/connection';
 import { loadConfigFile, parseConfigText } from '../../worker/config-file';
 
 test('YAML with defaults', () => {
@@ -39,6 +41,10 @@ test.each([
     /pools\[1\]\.name: duplicate pool "a"/,
   ],
   ['{"pools":[]}', /pools: at least one pool is required/],
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/16"]}],"temporal":{"tls":{"clientCertFile":"c.pem"}}}',
+    /temporal\.tls\.clientKeyFile: required with clientCertFile/,
+  ],
   ['{"pools":[{"name":"a","cidrs":["198.18.0.0/16"],"gatway":"none"}]}', /pools\[0\]: .*gatway/],
 ])('config.json %s is rejected naming the field', (text, message) => {
   expect(() => parseConfigText(text, 'config.json')).toThrow(message);
@@ -50,6 +56,25 @@ test('file errors name the file', () => {
     writeFileSync(join(dir, 'bad.yaml'), 'pools: [\n');
     expect(() => loadConfigFile(join(dir, 'bad.yaml'))).toThrow(/cannot decode .*bad\.yaml/);
     expect(() => loadConfigFile(join(dir, 'missing.yaml'))).toThrow(/cannot read config .*missing\.yaml/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('temporal.tls: files are read up front; an unreadable one is a config error naming the field', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-tls-'));
+  try {
+    writeFileSync(join(dir, 'ca.pem'), 'ca');
+    const tls = { serverRootCACertificateFile: join(dir, 'ca.pem'), serverNameOverride: 'temporal' };
+    expect(tlsConfig(TemporalConnectionSchema.parse({}))).toBeUndefined();
+    expect(tlsConfig(TemporalConnectionSchema.parse({ tls }))).toEqual({
+      serverNameOverride: 'temporal',
+      serverRootCACertificate: Buffer.from('ca'),
+    });
+    const missing = { ...tls, clientCertFile: join(dir, 'ca.pem'), clientKeyFile: join(dir, 'key.pem') };
+    const read = () => tlsConfig(TemporalConnectionSchema.parse({ tls: missing }));
+    expect(read).toThrow(TlsFileError);
+    expect(read).toThrow(/cannot read temporal\.tls\.clientKeyFile ".*key\.pem": ENOENT/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
