@@ -33,7 +33,9 @@ export function supervise(
         events.gaveUp(`${name} (pid ${tracked.pid}) exited (${code}) ${restarts.length} times in 10 minutes`);
         return;
       }
-      console.log(`netlease: ${name} (pid ${tracked.pid}) exited (${code}); restarting in ${backoffMs / 1000} s`);
+      console.log(
+        `netlease: ${name} (pid ${tracked.pid}) exited (${code}); restarting in ${backoffMs / 1000} s`,
+      );
       setTimeout(() => {
         if (stopped) return;
         child = start();
