@@ -1,6 +1,6 @@
 // The CNI environment contract: CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS, CNI_PATH.
-import { isInterfaceName } from '../domain/lease';
-import { CniCode, CniError } from './errors';
+import { checked, checkK8sArgs, ContainerIdSchema, IfNameSchema, NetnsSchema } from './env-fields';
+import { CniCode, CniError, quoted } from './errors';
 
 export const COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'GC', 'STATUS'] as const;
 export type Command = (typeof COMMANDS)[number];
@@ -28,7 +28,7 @@ export function parseCniArgs(text: string): Record<string, string> {
   const args: Record<string, string> = {};
   for (const pair of text.split(';').filter(Boolean)) {
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new CniError(CniCode.invalidEnv, `invalid CNI_ARGS: "${pair}" is not KEY=VALUE`);
+    if (eq <= 0) throw new CniError(CniCode.invalidEnv, `invalid CNI_ARGS: ${quoted(pair)} is not KEY=VALUE`);
     args[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return args;
@@ -40,7 +40,7 @@ export function readEnv(env: NodeJS.ProcessEnv): CniEnv {
   if (!(COMMANDS as readonly string[]).includes(command)) {
     throw new CniError(
       CniCode.invalidEnv,
-      `invalid CNI_COMMAND "${command}"`,
+      `invalid CNI_COMMAND ${quoted(command)}`,
       `expected one of ${COMMANDS.join(', ')}`,
     );
   }
@@ -48,27 +48,13 @@ export function readEnv(env: NodeJS.ProcessEnv): CniEnv {
   for (const name of REQUIRED[typed]) {
     if (!env[name]) throw new CniError(CniCode.invalidEnv, `missing environment variable ${name}`);
   }
-  const ifName = env.CNI_IFNAME ?? '';
-  if (ifName && !isInterfaceName(ifName)) {
-    throw new CniError(
-      CniCode.invalidEnv,
-      `invalid CNI_IFNAME "${ifName}"`,
-      'a Linux interface name: at most 15 characters, no "/", ":" or spaces, not "." or ".."',
-    );
-  }
-  const netns = env.CNI_NETNS ?? '';
-  if (netns && !netns.startsWith('/')) {
-    throw new CniError(
-      CniCode.invalidEnv,
-      `invalid CNI_NETNS "${netns}"`,
-      'an absolute path to the network namespace, such as /var/run/netns/<name>',
-    );
-  }
+  const args = parseCniArgs(env.CNI_ARGS ?? '');
+  checkK8sArgs(args);
   return {
     command: typed,
-    containerId: env.CNI_CONTAINERID ?? '',
-    netns,
-    ifName,
-    args: parseCniArgs(env.CNI_ARGS ?? ''),
+    containerId: checked('CNI_CONTAINERID', env.CNI_CONTAINERID, ContainerIdSchema),
+    netns: checked('CNI_NETNS', env.CNI_NETNS, NetnsSchema),
+    ifName: checked('CNI_IFNAME', env.CNI_IFNAME, IfNameSchema),
+    args,
   };
 }

@@ -37,3 +37,8 @@ export class CniError extends Error {
     };
   }
 }
+
+/** A value for a message: hostile input can be megabytes long. */
+export function quoted(value: string): string {
+  return value.length <= 64 ? `"${value}"` : `"${value.slice(0, 32)}…" (${value.length} characters)`;
+}

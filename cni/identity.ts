@@ -2,20 +2,14 @@
 import { hostname } from 'node:os';
 import type { DataplaneMode, LeaseStart } from '../domain/lease';
 import type { CniEnv } from './env';
-import { CniCode, CniError } from './errors';
 import type { NetConf } from './netconf';
 
-const UID = /^[A-Za-z0-9][A-Za-z0-9-]{0,127}$/;
-
 /**
- * Kubernetes runtimes pass K8S_POD_UID. Without it (cnitool by hand) the container id stands in,
- * so ADD and DEL of the same container still meet in one lease.
+ * Kubernetes runtimes pass K8S_POD_UID (checked by readEnv). Without it (cnitool by hand) the
+ * container id stands in, so ADD and DEL of the same container still meet in one lease.
  */
 export function podUid(env: CniEnv): string {
-  const uid = env.args.K8S_POD_UID;
-  if (uid === undefined || uid === '') return `ctr-${env.containerId.slice(0, 64)}`;
-  if (!UID.test(uid)) throw new CniError(CniCode.invalidEnv, `invalid CNI_ARGS K8S_POD_UID "${uid}"`);
-  return uid;
+  return env.args.K8S_POD_UID || `ctr-${env.containerId.slice(0, 64)}`;
 }
 
 export const nodeNameOf = (conf: NetConf): string => conf.settings.nodeName ?? hostname();

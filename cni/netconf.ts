@@ -2,24 +2,28 @@
 // the main plugin (`"type": "netlease"`) and from `ipam` when a main plugin delegates IPAM to it.
 import { z } from 'zod';
 import { TemporalConnectionSchema, describeIssues } from '../domain/config';
-import { DataplaneModeSchema } from '../domain/lease';
-import { RouteSchema } from '../domain/routes';
-import { CniCode, CniError } from './errors';
+import { ConsumeSchema, DataplaneModeSchema } from '../domain/lease';
+import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from '../domain/names';
+import { CniCode, CniError, quoted } from './errors';
 
 export const SUPPORTED_VERSIONS = ['0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
 export const PLUGIN_TYPE = 'netlease';
 
 export const NetleaseSettingsSchema = z.object({
   type: z.literal(PLUGIN_TYPE),
-  pool: z.string().min(1).default('default'),
-  /** Defaults to the host name. */
-  nodeName: z.string().min(1).optional(),
+  /** A pool name of the control config: a DNS label (PoolSpecSchema). */
+  pool: DnsLabelSchema.default('default'),
+  /** A Kubernetes node name; defaults to the host name. */
+  nodeName: DnsSubdomainSchema.optional(),
   mode: DataplaneModeSchema.optional(),
   temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
   /** Deadline for one CNI call; past it the runtime gets "try again later" (11). */
   timeoutSeconds: z.number().positive().max(600).default(30),
-  /** Routes returned with the addresses; default: a default route per family via the gateway. */
-  routes: z.array(RouteSchema).optional(),
+  /**
+   * Routes returned with the addresses; default: a default route per family via the gateway.
+   * At most 256, as the lease's consume validator accepts.
+   */
+  routes: ConsumeSchema.shape.routes,
 });
 
 /** GC's list of attachments that stay (spec 1.1.0); `cni.dev/attachments` is the older key (CNI #1101). */
@@ -32,8 +36,9 @@ export type NetleaseSettings = z.infer<typeof NetleaseSettingsSchema>;
 const EnvelopeSchema = z
   .object({
     cniVersion: z.string(),
-    name: z.string().min(1),
-    type: z.string().min(1),
+    name: NetworkNameSchema,
+    /** The plugin's file name: at most NAME_MAX (255). */
+    type: z.string().min(1).max(255),
     ipam: z.record(z.string(), z.unknown()).optional(),
     prevResult: z.unknown().optional(),
     cniVersions: z.array(z.string()).optional(),
@@ -72,7 +77,7 @@ export function checkVersion(version: string): void {
   if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
     throw new CniError(
       CniCode.incompatibleVersion,
-      `incompatible CNI version "${version}"`,
+      `incompatible CNI version ${quoted(version)}`,
       `supported: ${SUPPORTED_VERSIONS.join(', ')}`,
     );
   }

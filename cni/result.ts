@@ -45,9 +45,9 @@ export function buildResult(
   };
 }
 
-/** 0.3.x results carry `version` on each IP; 0.4.0 and later do not. */
+/** Results before 1.0.0 (0.3.x and 0.4.0) carry `version` on each IP; 1.0.0 removed it. */
 export function convertResult(result: CniResult, cniVersion: string): Record<string, unknown> {
-  if (!cniVersion.startsWith('0.3.')) return { ...result, cniVersion };
+  if (!cniVersion.startsWith('0.')) return { ...result, cniVersion };
   return {
     ...result,
     cniVersion,

@@ -1,6 +1,7 @@
 // The netlease configuration file (JSON or YAML) read by the control worker, as zod schemas.
 import { z } from 'zod';
 import { CidrError, overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
+import { DnsLabelSchema } from './names';
 
 /** A zod refinement that accepts what `parse` accepts and reports its message otherwise. */
 function parsed(parse: (text: string) => unknown) {
@@ -19,8 +20,6 @@ export const CidrText = parsed((text) => parsePrefix(text));
 export const ExclusionText = parsed((text) => (text.includes('/') ? parsePrefix(text) : parseAddress(text)));
 export const AddressText = parsed(parseAddress);
 
-const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 function tryPrefix(text: string): Prefix | undefined {
   try {
     return parsePrefix(text);
@@ -31,7 +30,7 @@ function tryPrefix(text: string): Prefix | undefined {
 
 export const PoolSpecSchema = z
   .object({
-    name: z.string().regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, "-")'),
+    name: DnsLabelSchema,
     cidrs: z.array(CidrText).min(1, 'a pool needs at least one CIDR'),
     blockSize: z
       .object({
@@ -67,17 +66,25 @@ export const PoolSpecSchema = z
   });
 export type PoolSpec = z.infer<typeof PoolSpecSchema>;
 
+/** A file path: PATH_MAX is 4096 bytes with the NUL. */
+const filePath = z
+  .string()
+  .refine((path) => new TextEncoder().encode(path).length < 4096, 'longer than PATH_MAX');
+/** Namespaces and task queues are short names; 255 is a quarter of Temporal's 1000-byte id limit. */
+const temporalName = z.string().min(1).max(255);
+
 export const TemporalConnectionSchema = z
   .object({
-    address: z.string().min(1).default('127.0.0.1:7233'),
-    namespace: z.string().min(1).default('default'),
-    taskQueue: z.string().min(1).default('netlease-control'),
+    /** host:port, the host a DNS name (253) or a bracketed IPv6 address. */
+    address: z.string().min(1).max(261).default('127.0.0.1:7233'),
+    namespace: temporalName.default('default'),
+    taskQueue: temporalName.default('netlease-control'),
     tls: z
       .object({
-        serverNameOverride: z.string().optional(),
-        serverRootCACertificateFile: z.string().optional(),
-        clientCertFile: z.string().optional(),
-        clientKeyFile: z.string().optional(),
+        serverNameOverride: z.string().max(253).optional(),
+        serverRootCACertificateFile: filePath.optional(),
+        clientCertFile: filePath.optional(),
+        clientKeyFile: filePath.optional(),
       })
       .strict()
       .superRefine((tls, ctx) => {

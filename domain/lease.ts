@@ -4,9 +4,25 @@ import { z } from 'zod';
 import type { AddressGrant } from './allocation';
 import { RouteSchema, type Route } from './routes';
 
-/** A Linux interface name (IFNAMSIZ): 1-15 characters, no "/", ":" or whitespace, not "." or "..". */
-export const isInterfaceName = (name: string): boolean =>
-  /^[^\s/:]{1,15}$/.test(name) && name !== '.' && name !== '..';
+/** Bytes the kernel's dev_valid_name refuses: "/", ":" and its isspace(), which includes 0xA0. */
+const REFUSED_BYTES = new Set([0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0x2f, 0x3a, 0xa0]);
+
+/**
+ * A Linux interface name: 1-15 bytes (IFNAMSIZ 16 with the NUL; "é" is two), none the kernel
+ * refuses, no Unicode whitespace, not "." or "..".
+ */
+export function isInterfaceName(name: string): boolean {
+  // TextEncoder, not Buffer: the workflow sandbox provides it and has no Node built-ins.
+  const bytes = new TextEncoder().encode(name);
+  return (
+    bytes.length >= 1 &&
+    bytes.length <= 15 &&
+    !bytes.some((b) => REFUSED_BYTES.has(b)) &&
+    !/\s/.test(name) &&
+    name !== '.' &&
+    name !== '..'
+  );
+}
 
 export const LEASE_PHASES = [
   'Producing',
@@ -26,27 +42,30 @@ export const DataplaneModeSchema = z.enum(['ipam', 'ptp']);
 export type DataplaneMode = z.infer<typeof DataplaneModeSchema>;
 
 const name = z.string().min(1).max(253);
+const ifName = z
+  .string()
+  .refine(isInterfaceName, 'not a Linux interface name (1-15 bytes, no "/", ":" or space)');
 
 export const LeaseStartSchema = z.object({
-  podUid: name,
-  podNamespace: z.string(),
-  podName: z.string(),
-  ifName: z.string().min(1).max(15),
+  podUid: z.string().min(1).max(128),
+  podNamespace: z.string().max(63),
+  podName: z.string().max(253),
+  ifName,
   nodeName: name,
-  pool: name,
+  pool: z.string().min(1).max(63),
   mode: DataplaneModeSchema,
   /** The CNI network name: GC of one network leaves the others' attachments alone. */
-  network: z.string().optional(),
+  network: z.string().max(253).optional(),
 });
 export type LeaseStart = z.infer<typeof LeaseStartSchema>;
 
 /** A CNI ADD: the runtime claims the lease for one sandbox (attachment). */
 export const ConsumeSchema = z.object({
-  containerId: z.string().min(1),
-  netns: z.string(),
-  ifName: z.string().min(1).max(15),
+  containerId: z.string().min(1).max(256),
+  netns: z.string().max(4095),
+  ifName,
   /** Routes from the network config; omitted: a default route per family via the gateway. */
-  routes: z.array(RouteSchema).optional(),
+  routes: z.array(RouteSchema).max(256).optional(),
 });
 export type ConsumeRequest = z.infer<typeof ConsumeSchema>;
 

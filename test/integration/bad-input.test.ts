@@ -21,7 +21,31 @@ function addCall(uid: string, overrides: Partial<ShimCall> = {}): ShimCall {
   };
 }
 
+const withConf = (extra: Record<string, unknown>): Partial<ShimCall> => ({
+  stdin: { ...netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }), ...extra },
+});
+
+/** Each of these once reached Temporal and came back as "try again later" (11), or succeeded. */
+const hostile: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]> = [
+  ['a 5 MB pool', () => withConf({ pool: 'p'.repeat(5 * 1024 * 1024) }), 7, /configuration: pool: /],
+  ['a 100,000-character CNI_CONTAINERID', () => ({ containerId: 'c'.repeat(100_000) }), 4, /CNI_CONTAINERID/],
+  ['a CNI_IFNAME of 9 characters, 18 bytes', () => ({ ifName: 'é'.repeat(9) }), 4, /CNI_IFNAME/],
+  [
+    'an over-long K8S_POD_NAME',
+    (uid) => ({ args: { K8S_POD_NAMESPACE: 'bad', K8S_POD_NAME: 'p'.repeat(254), K8S_POD_UID: uid } }),
+    4,
+    /K8S_POD_NAME /,
+  ],
+  [
+    'an over-long K8S_POD_NAMESPACE',
+    (uid) => ({ args: { K8S_POD_NAMESPACE: 'n'.repeat(64), K8S_POD_NAME: 'p', K8S_POD_UID: uid } }),
+    4,
+    /K8S_POD_NAMESPACE /,
+  ],
+];
+
 const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]> = [
+  ...hostile,
   ['malformed stdin', () => ({ stdin: '{"cniVersion": "1.1.0", ' }), 6, /failed to decode/],
   ['missing CNI_COMMAND', () => ({ command: '' }), 4, /CNI_COMMAND/],
   ['missing CNI_CONTAINERID', () => ({ containerId: undefined }), 4, /CNI_CONTAINERID/],
@@ -59,12 +83,50 @@ const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]>
   ],
 ];
 
-test.each(cases)('%s', async (_name, overrides, code, message) => {
+test.each(cases)('%s', async (_name, makeOverrides, code, message) => {
   const uid = randomUUID();
-  const outcome = await runShim(addCall(uid, overrides(uid)));
+  const overrides = makeOverrides(uid);
+  const outcome = await runShim(addCall(uid, overrides));
   expect(outcome.exitCode).toBe(1);
   expect(outcome.json).toMatchObject({ code, msg: expect.stringMatching(message) });
+  await expectNoLease(ctx.temporal, node, uid, overrides.ifName);
+});
+
+// With Temporal unreachable, only a decision made before connecting can give these codes.
+test.each(hostile)('%s is refused before any call to Temporal', async (_name, makeOverrides, code) => {
+  const uid = randomUUID();
+  const call = addCall(uid, makeOverrides(uid));
+  const dead = { temporal: { address: `127.0.0.1:${await freePort()}` }, timeoutSeconds: 2 };
+  const outcome = await runShim({ ...call, stdin: { ...(call.stdin as object), ...dead } });
+  expect(outcome.json).toMatchObject({ code });
+});
+
+test('a 5 MB pool is refused at once', async () => {
+  const uid = randomUUID();
+  const started = Date.now();
+  const outcome = await runShim(
+    addCall(uid, withConf({ pool: 'p'.repeat(5 * 1024 * 1024), timeoutSeconds: 30 })),
+  );
+  // well under the call's 30 s budget, which a call to Temporal would have spent
+  expect(Date.now() - started).toBeLessThan(10_000);
+  expect(outcome.json).toMatchObject({ code: 7, msg: expect.stringMatching(/pool: /) });
   await expectNoLease(ctx.temporal, node, uid);
+});
+
+test('the longest valid names and ids are accepted', async () => {
+  const uid = randomUUID().padEnd(128, 'u');
+  const longNode = 'n'.repeat(253);
+  const call = addCall(uid, {
+    containerId: `c${'-'.repeat(255)}`,
+    ifName: 'é'.repeat(7),
+    netns: `/${'n'.repeat(4094)}`,
+    args: { K8S_POD_NAMESPACE: 'n'.repeat(63), K8S_POD_NAME: 'p'.repeat(253), K8S_POD_UID: uid },
+    stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: longNode }),
+  });
+  const added = await runShim(call);
+  expect(added.json).toMatchObject({ cniVersion: '1.1.0', ips: expect.any(Array) });
+  const deleted = await runShim({ ...call, command: 'DEL' });
+  expect({ code: deleted.exitCode, out: deleted.stdout }).toEqual({ code: 0, out: '' });
 });
 
 test('Temporal unreachable: try again later (11)', async () => {

@@ -61,6 +61,10 @@ const addCases: Array<[string, () => Partial<ShimCall>, number, RegExp]> = [
   ['relative CNI_NETNS', () => ({ netns: 'var/run/netns/x' }), 4, /invalid CNI_NETNS "var\/run\/netns\/x"/],
   ['CNI_IFNAME with a colon', () => ({ ifName: 'eth:0' }), 4, /invalid CNI_IFNAME "eth:0"/],
   ['CNI_IFNAME too long', () => ({ ifName: 'a-very-long-name0' }), 4, /invalid CNI_IFNAME/],
+  // 9 characters but 18 bytes: IFNAMSIZ counts bytes
+  ['CNI_IFNAME of 9 two-byte characters', () => ({ ifName: 'é'.repeat(9) }), 4, /invalid CNI_IFNAME/],
+  // "à" is C3 A0, and the kernel's isspace() counts 0xA0 as a space
+  ['CNI_IFNAME with a byte the kernel takes for a space', () => ({ ifName: 'và' }), 4, /invalid CNI_IFNAME/],
   [
     'a pod UID with a slash',
     () => ({ args: { K8S_POD_UID: 'a/b' } }),
