@@ -2,7 +2,7 @@
 // temporal/connection, as every process is), a deadline on every call, and failures translated
 // into CNI error codes.
 import { ApplicationFailure } from '@temporalio/common';
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { isGrpcServiceError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
 import { FailureType } from '../domain/lease';
 import { connectClient, TlsFileError } from '../temporal/connection';
@@ -52,5 +52,17 @@ export function toCniError(err: unknown, address: string): CniError {
     return new CniError(CniCode.invalidNetworkConfig, cause?.message ?? err.message);
   }
   const message = err instanceof Error ? err.message : String(err);
+  // Temporal refused the request itself (an id or a payload over its limits): asking again
+  // cannot help, so it is never "try again later".
+  if (isInvalidArgument(err)) {
+    return new CniError(CniCode.invalidNetworkConfig, `Temporal refused the request: ${message}`);
+  }
   return new CniError(CniCode.tryAgainLater, `Temporal at ${address} did not answer in time: ${message}`);
+}
+
+const GRPC_INVALID_ARGUMENT = 3;
+
+function isInvalidArgument(err: unknown): boolean {
+  const grpc = [err, (err as { cause?: unknown } | undefined)?.cause].find(isGrpcServiceError);
+  return grpc?.code === GRPC_INVALID_ARGUMENT;
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { expectNoLease } from '../harness/leftovers';
 import { netconf } from '../harness/netconf';
 import { runShim, type ShimCall } from '../harness/shim';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 import { freePort } from '../../tools/processes';
 
@@ -150,4 +151,8 @@ test('VERSION lists the supported versions; an unsupported one is error 1', asyn
   });
   const old = await runShim({ command: 'VERSION', stdin: { cniVersion: '0.3.0' } });
   expect(old.json).toMatchObject({ code: 1, msg: 'incompatible CNI version "0.3.0"' });
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 2);
 });

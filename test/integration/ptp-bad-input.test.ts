@@ -9,6 +9,7 @@ import { netconf } from '../harness/netconf';
 import { hostEnds, makeNetns, type TestNetns } from '../harness/netns';
 import { withNodeAgent } from '../harness/node-agent';
 import { runShim, type ShimCall } from '../harness/shim';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
 const node = uniqueName('node');
@@ -123,4 +124,8 @@ test('STATUS with Temporal unreachable is 50', async () => {
   const stdin = { ...ptp(), temporal: { address: `127.0.0.1:${await freePort()}` }, timeoutSeconds: 2 };
   const outcome = await runShim(call('STATUS', randomUUID(), live.pod, { stdin }));
   expect(outcome.json).toMatchObject({ code: 50, msg: expect.stringMatching(/Temporal does not answer/) });
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 1);
 });

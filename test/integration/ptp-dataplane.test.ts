@@ -9,6 +9,7 @@ import { netconf } from '../harness/netconf';
 import { hostEnds, makeNetns, type TestNetns } from '../harness/netns';
 import { withNodeAgent } from '../harness/node-agent';
 import { runShim, type ShimCall } from '../harness/shim';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
 const node = uniqueName('node');
@@ -118,4 +119,8 @@ test('STATUS succeeds with the node agent polling, and is 50 for a node without 
   expect({ code: ok.exitCode, out: ok.stdout }).toEqual({ code: 0, out: '' });
   const orphan = await runShim(call('STATUS', randomUUID(), pod, uniqueName('agentless')));
   expect(orphan.json).toMatchObject({ code: 50, msg: expect.stringMatching(/no node agent/) });
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 2);
 });

@@ -10,6 +10,7 @@ import { netconf } from '../harness/netconf';
 import { makeNetns, type TestNetns } from '../harness/netns';
 import { withNodeAgent } from '../harness/node-agent';
 import { runShim, type ShimOutcome } from '../harness/shim';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
@@ -73,4 +74,8 @@ test('a bridge holding the host-end name parks the lease and survives ADD and DE
   expect((await foreign(hostName))?.kind).toBe('veth');
   const done = await cni('ADD', uid, pod);
   expect(done.json).not.toHaveProperty('code');
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 1);
 });

@@ -13,6 +13,7 @@ import { makeNetns } from '../harness/netns';
 import { startNodeAgentProcess, withNodeAgent } from '../harness/node-agent';
 import { runShim } from '../harness/shim';
 import { withTlsProxy } from '../harness/tls-proxy';
+import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
@@ -118,4 +119,8 @@ test('an unreadable TLS file: the shim fails with CNI error 5 naming the field; 
   );
   expect(await agent.exited).toBe(1);
   expect(agent.output()).toMatch(new RegExp(`cannot read temporal\\.tls\\.clientKeyFile "${missing}"`));
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(ctx.temporal, 1);
 });

@@ -2,6 +2,7 @@ import { readEnv, parseCniArgs } from '../../cni/env';
 import { CniError } from '../../cni/errors';
 import { parseNetConf, validAttachments } from '../../cni/netconf';
 import { buildResult, convertResult } from '../../cni/result';
+import { toCniError } from '../../cni/temporal';
 import type { AddressGrant } from '../../domain/allocation';
 import { isInterfaceName } from '../../domain/lease';
 import { defaultRoutes, routesFor } from '../../domain/routes';
@@ -187,4 +188,20 @@ test('GC reads cni.dev/valid-attachments, or the older cni.dev/attachments', () 
   expect(() => validAttachments({ 'cni.dev/valid-attachments': [{ containerID: 'c1' }] })).toThrow(
     /cni\.dev\/valid-attachments\[0\]\.ifname/,
   );
+});
+
+describe('Temporal failures as CNI codes', () => {
+  const grpcError = (code: number, details: string) =>
+    Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
+
+  test('a request Temporal refuses as invalid is error 7, never "try again later"', () => {
+    const refused = toCniError(grpcError(3, 'WorkflowId length exceeds limit'), '127.0.0.1:7233');
+    expect(refused.code).toBe(7);
+    expect(refused.message).toContain('WorkflowId length exceeds limit');
+  });
+
+  test('Temporal unreachable or slow stays 11', () => {
+    expect(toCniError(grpcError(14, 'connection refused'), '127.0.0.1:7233').code).toBe(11);
+    expect(toCniError(new Error('deadline'), '127.0.0.1:7233').code).toBe(11);
+  });
 });
