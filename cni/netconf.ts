@@ -1,7 +1,7 @@
 // The network configuration on stdin. netlease reads its settings from the top level when it is
 // the main plugin (`"type": "netlease"`) and from `ipam` when a main plugin delegates IPAM to it.
 import { z } from 'zod';
-import { TemporalConnectionSchema, describeIssues } from '../domain/config';
+import { AbsolutePath, TemporalConnectionSchema, describeIssues } from '../domain/config';
 import { ConsumeSchema, DataplaneModeSchema } from '../domain/lease';
 import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from '../domain/names';
 import { CniCode, CniError, quoted } from './errors';
@@ -24,6 +24,9 @@ export const NetleaseSettingsSchema = z.object({
    * At most 256, as the lease's consume validator accepts.
    */
   routes: ConsumeSchema.shape.routes,
+  /** Read by the static shim: the node agent's socket and the DEL queue (defaults in domain/config). */
+  agentSocket: AbsolutePath.optional(),
+  deleteQueue: AbsolutePath.optional(),
 });
 
 /** GC's list of attachments that stay (spec 1.1.0); `cni.dev/attachments` is the older key (CNI #1101). */

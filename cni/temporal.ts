@@ -1,4 +1,4 @@
-// The shim's Temporal client: settings from the network config (connected by
+// Temporal for CNI calls in the node agent: settings from the network config (connected by
 // temporal/connection, as every process is), a deadline on every call, and failures translated
 // into CNI error codes.
 import { ApplicationFailure } from '@temporalio/common';
@@ -8,23 +8,42 @@ import { FailureType } from '../domain/lease';
 import { connectClient, TlsFileError } from '../temporal/connection';
 import { CniCode, CniError } from './errors';
 
-/** Connects, runs `fn` under the deadline, closes. Unreachable or slow Temporal → code 11. */
+/**
+ * One long-lived client per Temporal settings in this process (the node agent): a CNI call costs
+ * a round trip on a warm connection, not a connect. A failed connect is forgotten, so the next
+ * call tries again.
+ */
+const clients = new Map<string, Promise<Client>>();
+
+function clientFor(settings: TemporalConnection, connectTimeoutMs: number): Promise<Client> {
+  const key = JSON.stringify([settings.address, settings.namespace, settings.tls ?? null]);
+  let client = clients.get(key);
+  if (!client) {
+    client = connectClient(settings, { connectTimeoutMs });
+    clients.set(key, client);
+    client.catch(() => clients.delete(key));
+  }
+  return client;
+}
+
+export async function closeTemporalClients(): Promise<void> {
+  const open = [...clients.values()];
+  clients.clear();
+  for (const client of open) await (await client.catch(() => undefined))?.connection.close();
+}
+
+/** Runs `fn` under the call's deadline. Unreachable or slow Temporal → code 11. */
 export async function withTemporal<T>(
   settings: TemporalConnection,
   timeoutSeconds: number,
   fn: (client: Client) => Promise<T>,
 ): Promise<T> {
   const deadline = Date.now() + timeoutSeconds * 1000;
-  let client: Client | undefined;
   try {
-    // The whole budget: on a busy node, loading and connecting can take most of it.
-    client = await connectClient(settings, { connectTimeoutMs: timeoutSeconds * 1000 });
-    const connected = client;
-    return await connected.connection.withDeadline(deadline, () => fn(connected));
+    const client = await clientFor(settings, timeoutSeconds * 1000);
+    return await client.connection.withDeadline(deadline, () => fn(client));
   } catch (err) {
     throw toCniError(err, settings.address);
-  } finally {
-    await client?.connection.close().catch(() => undefined);
   }
 }
 

@@ -153,6 +153,14 @@ export const NetleaseConfigSchema = z
   });
 export type NetleaseConfig = z.infer<typeof NetleaseConfigSchema>;
 
+export const DEFAULT_CNI_SOCKET = '/run/netlease/cni.sock';
+export const DEFAULT_DELETE_QUEUE = '/var/lib/netlease/cni-del-queue';
+/** A unix socket path fits sockaddr_un (108 bytes with its NUL). */
+export const AbsolutePath = z
+  .string()
+  .regex(/^\//, 'must be an absolute path')
+  .max(107, 'must be at most 107 characters (a unix socket path)');
+
 /** The node agent's configuration: which node it serves and where the host side lives. */
 export const NodeAgentConfigSchema = z
   .object({
@@ -161,6 +169,10 @@ export const NodeAgentConfigSchema = z
     nodeName: z.string().min(1).optional(),
     /** Network namespace (name or path) for host ends of veth pairs; omitted: the agent's own. */
     hostNetns: z.string().min(1).optional(),
+    /** Where the agent serves the CNI API to the static shim (the network config's agentSocket). */
+    cniSocket: AbsolutePath.default(DEFAULT_CNI_SOCKET),
+    /** DELs waiting to be applied (the network config's deleteQueue). */
+    deleteQueue: AbsolutePath.default(DEFAULT_DELETE_QUEUE),
   })
   .strict();
 export type NodeAgentConfig = z.infer<typeof NodeAgentConfigSchema>;

@@ -51,5 +51,13 @@ if [ ! -f "$stamp" ] || [ -n "$(find domain workflows activities kernel kubernet
   touch "$stamp"
 fi
 
+# The CNI executable: a static Go binary from cni/shim (the one piece not in TypeScript: the
+# runtime execs it for every call on hosts without Node). bin/netlease links to it.
+shim=dist/bin/netlease
+if [ ! -x "$shim" ] || [ -n "$(find cni/shim -newer "$shim" -type f -print -quit)" ]; then
+  say "building the CNI shim (static Go binary) into $shim"
+  (cd cni/shim && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o ../../"$shim" .)
+fi
+
 node dist/tools/programs.js ${NETLEASE_PROGRAMS:-}
 say "set-up complete"

@@ -1,6 +1,7 @@
 // Entry point: node dist/worker/node-agent.js --config <file>   (or NETLEASE_NODE_AGENT_CONFIG=<file>)
 // The node name: `nodeName` in the file, else NETLEASE_NODE_NAME, else the host name.
 import { NodeAgentConfigSchema } from '../domain/config';
+import { serveCniApi } from './cni-api';
 import { configPath, loadConfigFile } from './config-file';
 import { createNodeAgent } from './node-agent-worker';
 
@@ -14,7 +15,11 @@ async function main(): Promise<void> {
   console.log(
     `netlease node agent: node ${agent.nodeName}, task queue ${agent.taskQueue}, host side in ${host}`,
   );
-  await agent.worker.run();
+  const running = agent.worker.run(); // Temporal's own SIGINT/SIGTERM handling ends it
+  const cni = await serveCniApi({ socket: config.cniSocket, deleteQueue: config.deleteQueue });
+  console.log(`netlease node agent: CNI API on ${config.cniSocket}; queued DELs in ${config.deleteQueue}`);
+  await running;
+  await cni.close();
   await agent.close();
   console.log('netlease node agent: stopped');
 }

@@ -9,9 +9,9 @@ import { runToEnd, type Finished } from '../../tools/processes';
 
 export type CniSetup = CniDir;
 
-/** A fresh CNI directory under the temp dir (see tools/cni-dir for `shimNetns`). */
-export const cniSetup = (conflists: Record<string, object>, shimNetns?: string): CniSetup =>
-  writeCniDir(mkdtempSync(join(tmpdir(), 'netlease-cni-')), conflists, shimNetns ? { shimNetns } : {});
+/** A fresh CNI directory under the temp dir. */
+export const cniSetup = (conflists: Record<string, object>): CniSetup =>
+  writeCniDir(mkdtempSync(join(tmpdir(), 'netlease-cni-')), conflists);
 
 /** The container id cnitool derives from the netns path. */
 export const cnitoolContainerId = (netnsPath: string): string =>

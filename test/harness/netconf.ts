@@ -1,5 +1,5 @@
 // Network configurations the way a runtime would hand them to the shim.
-import { temporalAddress } from './temporal';
+import { cniPaths, temporalAddress } from './temporal';
 
 export interface NetconfOptions {
   taskQueue: string;
@@ -18,6 +18,8 @@ export function netconf(options: NetconfOptions): Record<string, unknown> {
     nodeName: options.nodeName,
     temporal: { address: temporalAddress(), taskQueue: options.taskQueue },
     timeoutSeconds: 60,
+    agentSocket: cniPaths(options.taskQueue).socket,
+    deleteQueue: cniPaths(options.taskQueue).deleteQueue,
     ...options.extra,
   };
 }

@@ -16,8 +16,24 @@ export interface RunningNodeAgent {
 /** How the agent reaches Temporal: the dev server unless a test says otherwise (e.g. a TLS proxy). */
 export type AgentTemporal = Partial<TemporalConnection>;
 
-const agentConfig = (nodeName: string, hostNetns: string, temporal: AgentTemporal = {}) =>
-  NodeAgentConfigSchema.parse({ temporal: { address: temporalAddress(), ...temporal }, nodeName, hostNetns });
+/** Where an agent process serves the CNI API; in-process agents leave that to the test file's. */
+export interface AgentCniPaths {
+  cniSocket: string;
+  deleteQueue: string;
+}
+
+const agentConfig = (
+  nodeName: string,
+  hostNetns: string,
+  temporal: AgentTemporal = {},
+  cni?: AgentCniPaths,
+) =>
+  NodeAgentConfigSchema.parse({
+    temporal: { address: temporalAddress(), ...temporal },
+    nodeName,
+    hostNetns,
+    ...cni,
+  });
 
 export async function runNodeAgent(
   nodeName: string,
@@ -36,6 +52,12 @@ export async function runNodeAgent(
   };
 }
 
+/** A socket and queue of its own, so an agent process never takes over /run/netlease. */
+function privateCniPaths(): AgentCniPaths {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-cni-'));
+  return { cniSocket: join(dir, 'cni.sock'), deleteQueue: join(dir, 'del-queue') };
+}
+
 export const NODE_AGENT_ENTRY = join(__dirname, '..', '..', 'worker', 'node-agent.js');
 
 export interface NodeAgentProcess extends Tracked {
@@ -49,10 +71,11 @@ export function startNodeAgentProcess(
   hostNetns: string,
   env: Record<string, string> = {},
   temporal?: AgentTemporal,
+  cni: AgentCniPaths = privateCniPaths(),
 ): NodeAgentProcess {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-agent-'));
   const file = join(dir, 'node-agent.json');
-  writeFileSync(file, JSON.stringify(agentConfig(nodeName, hostNetns, temporal)));
+  writeFileSync(file, JSON.stringify(agentConfig(nodeName, hostNetns, temporal, cni)));
   const tracked = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', file], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

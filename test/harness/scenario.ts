@@ -10,7 +10,15 @@ import { nodeStateQuery } from '../../workflows/node-messages';
 import { reconcileWorkflow } from '../../workflows/reconcile';
 import type { ReconcileSummary } from '../../activities/reconcile';
 import { kubeconfigPath, testCluster, type TestCluster } from './kube';
-import { connectTest, runControlWorker, testConfig, type RunningWorker, type TestTemporal } from './temporal';
+import type { CniApi } from '../../worker/cni-api';
+import {
+  connectTest,
+  runControlWorker,
+  serveTestCniApi,
+  testConfig,
+  type RunningWorker,
+  type TestTemporal,
+} from './temporal';
 import { waitForValue } from './wait';
 
 export interface ScenarioOptions {
@@ -21,6 +29,8 @@ export interface ScenarioOptions {
 
 export class Scenario {
   worker?: RunningWorker;
+  /** The node agent's CNI API for the shim (it outlives control worker restarts). */
+  cni?: CniApi;
 
   constructor(
     readonly temporal: TestTemporal,
@@ -31,6 +41,7 @@ export class Scenario {
   static async create(prefix: string, options: ScenarioOptions = {}): Promise<Scenario> {
     const scenario = new Scenario(await connectTest(prefix), await testCluster(prefix), options);
     await scenario.startWorker();
+    scenario.cni = await serveTestCniApi(scenario.temporal.taskQueue);
     return scenario;
   }
 
@@ -115,6 +126,7 @@ export class Scenario {
   }
 
   async close(): Promise<void> {
+    await this.cni?.close();
     await this.stopWorker();
     await this.cluster.close();
     await this.temporal.close();

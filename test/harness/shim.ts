@@ -1,4 +1,5 @@
-// Runs the real CNI executable (bin/netlease) as the runtime would: env + stdin → stdout.
+// Runs the real CNI executable (bin/netlease, the static shim) as the runtime would: env + stdin →
+// stdout. It reaches the test file's node agent through the network config's agentSocket.
 import { dirname } from 'node:path';
 import { SHIM } from '../../tools/cni-dir';
 import { runToEnd, type Finished } from '../../tools/processes';
@@ -39,7 +40,7 @@ export async function runShim(call: ShimCall): Promise<ShimOutcome> {
     Object.entries(env).filter(([, v]) => v !== undefined),
   ) as NodeJS.ProcessEnv;
   const input = typeof call.stdin === 'string' ? call.stdin : JSON.stringify(call.stdin);
-  const outcome = await runToEnd(process.execPath, [SHIM], { env: clean, input });
+  const outcome = await runToEnd(SHIM, [], { env: clean, input });
   return { ...outcome, json: parsedJson(outcome.stdout) };
 }
 

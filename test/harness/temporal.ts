@@ -1,8 +1,11 @@
 // Per-test-file access to the shared dev server: a client, a unique task queue, a control worker.
 import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { NetleaseConfigSchema, type NetleaseConfig } from '../../domain/config';
+import { serveCniApi, type CniApi } from '../../worker/cni-api';
 import { createControlWorker } from '../../worker/control-worker';
 
 export function temporalAddress(): string {
@@ -12,6 +15,17 @@ export function temporalAddress(): string {
 }
 
 export const uniqueName = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/** Where a test file's node agent serves the CNI API (the network config's agentSocket). */
+export const cniPaths = (taskQueue: string) => ({
+  socket: join(tmpdir(), 'netlease-test', taskQueue, 'cni.sock'),
+  deleteQueue: join(tmpdir(), 'netlease-test', taskQueue, 'del-queue'),
+});
+
+/** The CNI API the static shim talks to, served in this process for the file's task queue. */
+export function serveTestCniApi(taskQueue: string): Promise<CniApi> {
+  return serveCniApi({ ...cniPaths(taskQueue), log: () => undefined });
+}
 
 export interface TestTemporal {
   client: Client;
@@ -71,18 +85,24 @@ export async function runControlWorker(config: NetleaseConfig): Promise<RunningW
   };
 }
 
-/** One control worker per test file on its own task queue; `ctx.temporal` is set before tests run. */
+/**
+ * One control worker per test file on its own task queue, and the node agent's CNI API for it;
+ * `ctx.temporal` is set before tests run.
+ */
 export function withControlWorker(
   prefix: string,
   overrides: (taskQueue: string) => Partial<Record<keyof NetleaseConfig, unknown>> = () => ({}),
 ): { readonly temporal: TestTemporal } {
   let temporal: TestTemporal | undefined;
   let worker: RunningWorker | undefined;
+  let cni: CniApi | undefined;
   beforeAll(async () => {
     temporal = await connectTest(prefix);
     worker = await runControlWorker(testConfig(temporal.taskQueue, overrides(temporal.taskQueue)));
+    cni = await serveTestCniApi(temporal.taskQueue);
   });
   afterAll(async () => {
+    await cni?.close();
     await worker?.stop();
     await temporal?.close();
   });

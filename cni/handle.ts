@@ -1,20 +1,18 @@
-// The CNI plugin executable: stdin + environment in, result or error JSON out (spec 1.1.0).
-import { readFileSync } from 'node:fs';
+// One CNI call, as the node agent serves it: the CNI_* environment and stdin in, the exit code and
+// stdout out (spec 1.1.0). The static shim passes every call here (VERSION it answers itself).
 import * as commands from './commands';
 import { readEnv, type CniEnv } from './env';
-import { CniCode, CniError } from './errors';
+import { CniError } from './errors';
 import { checkVersion, decodeJson, parseNetConf, requestedVersion } from './netconf';
 
-// The runtime logs the plugin's stderr on every call. With TLS to an IP address, grpc-js gives the
-// IP as the TLS server name and Node prints a deprecation (DEP0123) there each time: keep it out.
-process.noDeprecation = true;
+export interface CniCall {
+  env: Record<string, string | undefined>;
+  stdin: string;
+}
 
-function readStdin(): string {
-  try {
-    return readFileSync(0, 'utf8');
-  } catch (err) {
-    throw new CniError(CniCode.ioFailure, 'cannot read stdin', (err as Error).message);
-  }
+export interface CniAnswer {
+  exitCode: number;
+  stdout: string;
 }
 
 async function dispatch(env: CniEnv, stdin: string): Promise<Record<string, unknown> | undefined> {
@@ -38,24 +36,19 @@ async function dispatch(env: CniEnv, stdin: string): Promise<Record<string, unkn
   }
 }
 
-async function main(): Promise<number> {
+/** Never throws: every failure is a CNI error on stdout with exit code 1. */
+export async function handleCniCall({ env, stdin }: CniCall): Promise<CniAnswer> {
   let version = '1.1.0';
   try {
-    const stdin = process.env.CNI_COMMAND === 'VERSION' && process.stdin.isTTY ? '' : readStdin();
     try {
       version = requestedVersion(JSON.parse(stdin));
     } catch {
       // decoded again below, where a failure becomes error 6
     }
-    const env = readEnv(process.env);
-    const output = await dispatch(env, stdin);
-    if (output) process.stdout.write(`${JSON.stringify(output)}\n`);
-    return 0;
+    const output = await dispatch(readEnv(env), stdin);
+    return { exitCode: 0, stdout: output ? `${JSON.stringify(output)}\n` : '' };
   } catch (err) {
     const error = err instanceof CniError ? err : new CniError(999, (err as Error)?.message ?? String(err));
-    process.stdout.write(`${JSON.stringify(error.toJSON(version))}\n`);
-    return 1;
+    return { exitCode: 1, stdout: `${JSON.stringify(error.toJSON(version))}\n` };
   }
 }
-
-void main().then((code) => process.exit(code));

@@ -1,0 +1,3 @@
+module netlease/cni-shim
+
+go 1.22

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// enqueue writes one DEL as its own file: to a temporary name, fsync'd, renamed into place, and
+// the directory fsync'd, so after a crash the queue holds the whole request or nothing. Names
+// sort by time, so the agent applies DELs in the order they came.
+func enqueue(dir string, request call) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	text, err := json.Marshal(request)
+	if err != nil {
+		return err
+	}
+	suffix := make([]byte, 6)
+	if _, err := rand.Read(suffix); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%020d-%s.json", time.Now().UnixNano(), hex.EncodeToString(suffix))
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := writeSynced(tmp, text); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func writeSynced(path string, text []byte) error {
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := file.Write(text); err != nil {
+		file.Close()
+		return err
+	}
+	if err := file.Sync(); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
