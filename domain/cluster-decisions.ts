@@ -49,3 +49,17 @@ export function decideNode(knownUid: string | undefined, liveUid: string | undef
     ...(liveUid && liveUid !== knownUid ? { observed: liveUid } : {}),
   };
 }
+
+/**
+ * Whether the node agent produces a lease for this pod before its ADD: bound to this node, with
+ * a network of its own, and not on its way out. The pod comes from a quorum read (seed 002).
+ */
+export function shouldPreProduce(pod: PodFact | undefined, nodeName: string): pod is PodFact {
+  return (
+    pod !== undefined &&
+    pod.nodeName === nodeName &&
+    !pod.hostNetwork &&
+    !pod.terminating &&
+    !isTerminal(pod.phase)
+  );
+}

@@ -1,7 +1,7 @@
 // The netlease configuration file (JSON or YAML) read by the control worker, as zod schemas.
 import { z } from 'zod';
 import { CidrError, overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
-import { DnsLabelSchema } from './names';
+import { DnsLabelSchema, NetworkNameSchema } from './names';
 
 /** A zod refinement that accepts what `parse` accepts and reports its message otherwise. */
 function parsed(parse: (text: string) => unknown) {
@@ -161,6 +161,17 @@ export const AbsolutePath = z
   .regex(/^\//, 'must be an absolute path')
   .max(107, 'must be at most 107 characters (a unix socket path)');
 
+/** What a pre-produced lease is for: the same network, pool and mode as the node's CNI config. */
+export const PreProduceSchema = z
+  .object({
+    network: NetworkNameSchema,
+    pool: DnsLabelSchema,
+    mode: z.enum(['ipam', 'ptp']).default('ipam'),
+    ifName: z.string().min(1).max(15).default('eth0'),
+  })
+  .strict();
+export type PreProduce = z.infer<typeof PreProduceSchema>;
+
 /** The node agent's configuration: which node it serves and where the host side lives. */
 export const NodeAgentConfigSchema = z
   .object({
@@ -173,8 +184,16 @@ export const NodeAgentConfigSchema = z
     cniSocket: AbsolutePath.default(DEFAULT_CNI_SOCKET),
     /** DELs waiting to be applied (the network config's deleteQueue). */
     deleteQueue: AbsolutePath.default(DEFAULT_DELETE_QUEUE),
+    /** Reading pods bound to this node (pre-produce); kubeconfig omitted: in-cluster. */
+    kubernetes: z.object({ kubeconfig: z.string().min(1).optional() }).strict().optional(),
+    /** Leases produced when a pod is bound, before its ADD; they must match the node's CNI config. */
+    preProduce: PreProduceSchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    if (config.preProduce && !config.kubernetes)
+      ctx.addIssue({ code: 'custom', path: ['preProduce'], message: 'needs a kubernetes section' });
+  });
 export type NodeAgentConfig = z.infer<typeof NodeAgentConfigSchema>;
 
 /** One line per problem, each naming the field: `pools[0].cidrs[1]: invalid CIDR ...`. */

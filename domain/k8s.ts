@@ -22,7 +22,9 @@ const Metadata = z.object({
 
 export const PodSchema = z.object({
   metadata: Metadata,
-  spec: z.object({ nodeName: z.string().optional().nullable() }).optional(),
+  spec: z
+    .object({ nodeName: z.string().optional().nullable(), hostNetwork: z.boolean().optional().nullable() })
+    .optional(),
   status: z.object({ phase: z.string().optional().nullable() }).optional(),
 });
 export type Pod = z.infer<typeof PodSchema>;
@@ -40,6 +42,8 @@ export interface PodFact {
   resourceVersion: string;
   /** Being deleted (grace period or finalizers), but still there: its sandbox may still run. */
   terminating: boolean;
+  /** Uses the node's network: the runtime never calls CNI for it. */
+  hostNetwork: boolean;
 }
 
 export function podFact(pod: Pod): PodFact {
@@ -51,6 +55,7 @@ export function podFact(pod: Pod): PodFact {
     phase: pod.status?.phase ?? 'Pending',
     resourceVersion: pod.metadata.resourceVersion ?? '',
     terminating: Boolean(pod.metadata.deletionTimestamp),
+    hostNetwork: pod.spec?.hostNetwork === true,
   };
 }
 

@@ -10,6 +10,7 @@ const pod = (over: Partial<PodFact> = {}): PodFact => ({
   phase: 'Pending',
   resourceVersion: '7',
   terminating: false,
+  hostNetwork: false,
   ...over,
 });
 

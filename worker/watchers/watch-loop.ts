@@ -11,6 +11,7 @@ export function watchForever(
   path: string,
   handle: (type: string, object: unknown) => Promise<unknown>,
   onError: (err: unknown) => void,
+  query: Record<string, string> = {},
 ): WatchLoop {
   let stopped = false;
   let abort: AbortController | undefined;
@@ -22,7 +23,7 @@ export function watchForever(
     try {
       abort = await watch.watch(
         path,
-        { allowWatchBookmarks: true },
+        { allowWatchBookmarks: true, ...query },
         (type: string, object: unknown) => {
           backoffMs = 500;
           chain = chain.then(() => handle(type, object)).catch(onError);
