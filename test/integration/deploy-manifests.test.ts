@@ -1,0 +1,205 @@
+// The manifests under deploy/ apply to a real kube-apiserver the way an operator applies them (see
+// test/harness/manifests for the order), server-side, from an empty cluster, and again with no
+// change; each service account gets what its worker needs and no more. There is no kubectl here,
+// so the client applies them. No controller-manager runs: workloads are stored, no pods start.
+import type { KubernetesObject, KubernetesObjectApi, V1DaemonSet } from '@kubernetes/client-node' with {
+  'resolution-mode': 'import',
+};
+import { dirname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
+import { waitFor } from '../../tools/processes';
+import { DEFAULTS, NetworkSchema } from '../../tools/install-cni';
+import { kubeconfigPath } from '../harness/kube';
+import { describeObject, readManifests, type Document } from '../harness/manifests';
+
+const FIELD_MANAGER = 'netlease-test';
+const docs = readManifests();
+let clients: KubeClients;
+let api: KubernetesObjectApi;
+
+beforeAll(async () => {
+  clients = await connectKube(kubeconfigPath());
+  api = clients.kube.KubernetesObjectApi.makeApiClient(clients.config);
+});
+afterAll(() => removeAll());
+
+const header = ({ object }: Document) => ({
+  apiVersion: object.apiVersion,
+  kind: object.kind,
+  metadata: { name: object.metadata.name, namespace: object.metadata.namespace },
+});
+
+async function applyAll(): Promise<KubernetesObject[]> {
+  const applied: KubernetesObject[] = [];
+  for (const doc of docs) {
+    const { PatchStrategy } = clients.kube;
+    const result = await api
+      .patch(doc.object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)
+      .catch((err: unknown) => {
+        throw new Error(`${doc.source} (${describeObject(doc)}): ${(err as Error).message}`);
+      });
+    applied.push(result);
+  }
+  return applied;
+}
+
+/** What the namespace controller would do: empty each namespace, then finalize it. */
+async function removeAll(): Promise<void> {
+  const gone = (err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err));
+  for (const doc of [...docs].reverse()) {
+    if (doc.object.kind !== 'Namespace') await api.delete(header(doc)).catch(gone);
+  }
+  for (const { object } of docs.filter((d) => d.object.kind === 'Namespace')) {
+    const name = object.metadata.name;
+    await clients.core.deleteNamespace({ name }).catch(gone);
+    const body = { metadata: { name }, spec: { finalizers: [] } };
+    await clients.core.replaceNamespaceFinalize({ name, body }).catch(gone);
+  }
+}
+
+const exists = (doc: Document) =>
+  api.read(header(doc)).then(
+    () => true,
+    (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+  );
+
+test('the manifests are found, and every namespace they use comes from a shared file', () => {
+  expect(docs.map((d) => d.object.kind)).toEqual(expect.arrayContaining(['DaemonSet', 'Deployment']));
+  const shared = docs.filter((d) => d.dir === '.' && d.object.kind === 'Namespace');
+  const used = new Set(
+    docs.flatMap((d) => (d.object.metadata.namespace ? [d.object.metadata.namespace] : [])),
+  );
+  expect([...used].filter((ns) => !shared.some((d) => d.object.metadata.name === ns))).toEqual([]);
+});
+
+test('they apply server-side in kubectl order, and a second apply changes nothing', async () => {
+  const first = await applyAll();
+  for (const doc of docs)
+    expect({ doc: doc.source, exists: await exists(doc) }).toEqual({ doc: doc.source, exists: true });
+  const second = await applyAll();
+  const versions = (objects: KubernetesObject[]) =>
+    objects.map((o, i) => `${docs[i]?.source}: ${o.metadata?.uid} @ ${o.metadata?.resourceVersion}`);
+  expect(versions(second)).toEqual(versions(first));
+});
+
+const read = (resource: string) => ['get', 'list', 'watch'].map((verb) => `${verb} ${resource}`);
+/** What each workload's service account must be allowed; everything in NEVER it must not be. */
+const NEEDS: Record<string, string[]> = {
+  'Deployment/netlease-control': [...read('pods'), ...read('nodes'), 'get pods/status'],
+  'DaemonSet/netlease-node-agent': [...read('pods'), ...read('nodes')],
+};
+const NEVER = [
+  'create pods',
+  'delete pods',
+  'patch pods/status',
+  'update nodes',
+  'get secrets',
+  'list configmaps',
+];
+
+const PodTemplateSchema = z.object({
+  spec: z.object({ template: z.object({ spec: z.object({ serviceAccountName: z.string().optional() }) }) }),
+});
+
+test('each workload runs as its own service account, allowed what it needs and no more', async () => {
+  const workloads = docs.filter((d) => ['Deployment', 'DaemonSet'].includes(d.object.kind));
+  expect(workloads.map((d) => `${d.object.kind}/${d.object.metadata.name}`).sort()).toEqual(
+    Object.keys(NEEDS).sort(),
+  );
+  const authz = clients.config.makeApiClient(clients.kube.AuthorizationV1Api);
+  for (const workload of workloads) {
+    const namespace = workload.object.metadata.namespace ?? 'default';
+    const account = PodTemplateSchema.parse(workload.object).spec.template.spec.serviceAccountName;
+    const declared = docs.some(
+      (d) =>
+        d.object.kind === 'ServiceAccount' &&
+        d.object.metadata.name === account &&
+        d.object.metadata.namespace === namespace,
+    );
+    expect({ workload: workload.source, account, declared }).toEqual({
+      workload: workload.source,
+      account,
+      declared: true,
+    });
+    const can = async (access: string) => {
+      const [verb, path = ''] = access.split(' ');
+      const [resource, subresource] = path.split('/');
+      const review = await authz.createSubjectAccessReview({
+        body: {
+          spec: {
+            user: `system:serviceaccount:${namespace}:${account}`,
+            groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+            resourceAttributes: { verb, group: '', resource, subresource },
+          },
+        },
+      });
+      return review.status?.allowed === true;
+    };
+    const needs = NEEDS[`${workload.object.kind}/${workload.object.metadata.name}`] ?? [];
+    const missing = async () =>
+      (await Promise.all(needs.map(async (a) => ((await can(a)) ? [] : [a])))).flat();
+    // The RBAC authorizer sees new bindings through its informers: wait for them, then check denials.
+    await waitFor(async () => (await missing()).length === 0, 10_000, 100);
+    const extra = (await Promise.all(NEVER.map(async (a) => ((await can(a)) ? [a] : [])))).flat();
+    expect({ workload: workload.source, missing: await missing(), extra }).toEqual({
+      workload: workload.source,
+      missing: [],
+      extra: [],
+    });
+  }
+});
+
+/** mountPath → "hostPath (type)" for one container's hostPath mounts. */
+function hostMounts(ds: V1DaemonSet, container: string): Record<string, string> {
+  const pod = ds.spec?.template.spec;
+  const found = [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])].find(
+    (c) => c.name === container,
+  );
+  return Object.fromEntries(
+    (found?.volumeMounts ?? []).flatMap((m) => {
+      const host = pod?.volumes?.find((v) => v.name === m.name)?.hostPath;
+      return host ? [[m.mountPath, `${host.path} (${host.type ?? ''})`]] : [];
+    }),
+  );
+}
+
+test('the node agent DaemonSet installs the CNI files and shares the socket and queue dirs', async () => {
+  const doc = docs.find((d) => d.object.kind === 'DaemonSet');
+  const apps = clients.config.makeApiClient(clients.kube.AppsV1Api);
+  const ds = await apps.readNamespacedDaemonSet({
+    name: doc?.object.metadata.name ?? '',
+    namespace: doc?.object.metadata.namespace ?? '',
+  });
+  const init = ds.spec?.template.spec?.initContainers?.find((c) => c.name === 'install-cni');
+  expect(init?.command).toEqual([
+    'node',
+    'dist/tools/install-cni.js',
+    '--config',
+    '/etc/netlease/install-cni.yaml',
+  ]);
+  const config = docs.find((d) => d.object.kind === 'ConfigMap' && d.dir === doc?.dir)?.object;
+  const files = z.object({ data: z.record(z.string(), z.string()) }).parse(config).data;
+  const network = z
+    .object({ network: NetworkSchema })
+    .strict()
+    .parse(parseYaml(files['install-cni.yaml'] ?? ''));
+  expect(network.network).toMatchObject({ mode: 'ptp', pool: 'default' });
+  // install-cni's defaults are the mount points: the manifest passes no directory flags.
+  expect(hostMounts(ds, 'install-cni')).toEqual({
+    [DEFAULTS.binDir]: '/opt/cni/bin (DirectoryOrCreate)',
+    [DEFAULTS.confDir]: '/etc/cni/net.d (DirectoryOrCreate)',
+  });
+  expect(hostMounts(ds, 'node-agent')).toMatchObject({
+    [dirname(DEFAULTS.agentSocket)]: `${dirname(DEFAULTS.agentSocket)} (DirectoryOrCreate)`,
+    [dirname(DEFAULTS.deleteQueue)]: `${dirname(DEFAULTS.deleteQueue)} (DirectoryOrCreate)`,
+  });
+});
+
+test('removing what was applied leaves none of it', async () => {
+  await removeAll();
+  const left = async () =>
+    (await Promise.all(docs.map(async (d) => ((await exists(d)) ? [d.source] : [])))).flat();
+  expect(await waitFor(async () => (await left()).length === 0, 10_000, 100)).toBe(true);
+});
