@@ -1,6 +1,6 @@
 // The node half of `npm start`: the host namespace for ptp mode, a CNI directory with cnitool and
 // a ptp conflist, and the node agent process.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ip, netnsPath } from '../kernel/ip';
 import { netnsExists } from '../kernel/netns';
@@ -34,11 +34,17 @@ export async function startDevNode(
   root: string,
   stateDir: string,
   temporalAddress: string,
+  kubeconfig: string | undefined,
 ): Promise<DevNode> {
-  const configPath = process.env.NETLEASE_NODE_AGENT_CONFIG ?? join(root, 'deploy', 'dev', 'node-agent.yaml');
-  const config = loadConfigFile(configPath, NodeAgentConfigSchema);
+  const givenPath = process.env.NETLEASE_NODE_AGENT_CONFIG ?? join(root, 'deploy', 'dev', 'node-agent.yaml');
+  const given = loadConfigFile(givenPath, NodeAgentConfigSchema);
+  // The agent reads pods (pre-produce) from the same cluster as the control worker.
+  const config =
+    given.kubernetes && !given.kubernetes.kubeconfig ? { ...given, kubernetes: { kubeconfig } } : given;
+  const configPath = join(stateDir, 'node-agent.effective.json');
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
   if (config.temporal.address !== temporalAddress)
-    throw new Error(`${configPath}: temporal.address must be ${temporalAddress}, the dev server's`);
+    throw new Error(`${givenPath}: temporal.address must be ${temporalAddress}, the dev server's`);
   if (config.hostNetns && !config.hostNetns.includes('/')) await ensureHostNetns(config.hostNetns);
 
   const conflist = JSON.parse(readFileSync(join(root, 'deploy', 'dev', 'netlease-ptp.conflist'), 'utf8')) as {

@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   const controlArgs = [join(root, 'dist', 'worker', 'control.js'), '--config', effectivePath];
   workers.push(supervise('control worker', () => startTracked(process.execPath, controlArgs), events));
   save();
-  const node = await startDevNode(root, stateDir, config.temporal.address);
+  const node = await startDevNode(root, stateDir, config.temporal.address, effective.kubernetes?.kubeconfig);
   workers.push(supervise('node agent', node.startAgent, events));
   save();
 

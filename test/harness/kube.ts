@@ -32,6 +32,8 @@ export interface TestCluster {
 
 export interface ObjectOptions {
   finalizers?: string[];
+  /** Pods only: on the node's network (no CNI call). */
+  hostNetwork?: boolean;
 }
 
 export type Deletion = 'now' | 'graceful';
@@ -74,7 +76,11 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
         namespace,
         body: {
           metadata: { name, finalizers: options.finalizers },
-          spec: { nodeName, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
+          spec: {
+            nodeName,
+            hostNetwork: options.hostNetwork,
+            containers: [{ name: 'c', image: 'registry.invalid/pause:1' }],
+          },
         },
       });
       return pod.metadata?.uid ?? '';

@@ -1,6 +1,7 @@
 // A scenario: real Temporal + real kube-apiserver, a control worker with the Kubernetes section,
 // and helpers to put pods through ADD and read their leases.
 import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { consumeLease } from '../../cni/consume';
 import type { AddressGrant } from '../../domain/allocation';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
@@ -99,13 +100,15 @@ export class Scenario {
     return description.status.name === 'RUNNING' ? handle.query(leaseStateQuery) : handle.result();
   }
 
+  /** Waits until the lease is in `phase` (it may not exist yet: pre-produce starts it). */
   async waitForPhase(podUid: string, phase: string, timeoutMs = 60000): Promise<LeaseState> {
-    return waitForValue(
-      () => this.leaseState(podUid),
-      (s) => s.phase === phase,
-      timeoutMs,
-      200,
-    );
+    const read = () =>
+      this.leaseState(podUid).catch((err: unknown) =>
+        err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err),
+      );
+    const state = await waitForValue(read, (s) => s?.phase === phase, timeoutMs, 200);
+    if (!state) throw new Error(`lease of pod ${podUid} did not appear within ${timeoutMs} ms`);
+    return state;
   }
 
   /** The allocation table of this scenario's pool on a node. */
