@@ -185,7 +185,10 @@ export const NodeAgentConfigSchema = z
     /** DELs waiting to be applied (the network config's deleteQueue). */
     deleteQueue: AbsolutePath.default(DEFAULT_DELETE_QUEUE),
     /** Reading pods bound to this node (pre-produce); kubeconfig omitted: in-cluster. */
-    kubernetes: z.object({ kubeconfig: z.string().min(1).optional() }).strict().optional(),
+    kubernetes: z
+      .object({ kubeconfig: z.string().min(1).optional() })
+      .strict()
+      .optional(),
     /** Leases produced when a pod is bound, before its ADD; they must match the node's CNI config. */
     preProduce: PreProduceSchema.optional(),
   })

@@ -9,7 +9,8 @@ export const podRef = (start: LeaseStart): string =>
   start.podName ? `${start.podNamespace}/${start.podName}` : start.podUid;
 
 /** What the UI lists a lease by; kept short (names can be long, summaries are small). */
-const summaryOf = (start: LeaseStart) => `${podRef(start)} ${start.ifName} on ${start.nodeName}`.slice(0, 200);
+const summaryOf = (start: LeaseStart) =>
+  `${podRef(start)} ${start.ifName} on ${start.nodeName}`.slice(0, 200);
 
 export function leaseStartOptions(taskQueue: string, start: LeaseStart) {
   return {
