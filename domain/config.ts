@@ -136,6 +136,12 @@ export const NetleaseConfigSchema = z
     nodeHistoryLimit: z.number().int().min(100).default(5000),
     /** Kubernetes as the source of truth; omitted: no cluster (CNI-only operation). */
     kubernetes: KubernetesSchema.optional(),
+    /**
+     * Workflow runs kept in the control worker's cache. The SDK's default grows with the V8 heap
+     * limit (about 900 here), and each cached lease costs memory; an evicted lease replays its
+     * short history on its next task. Bounds the worker's RSS (deploy/control: 1 GiB limit).
+     */
+    maxCachedWorkflows: z.number().int().min(2).max(100_000).default(300),
   })
   .strict()
   .superRefine((config, ctx) => {

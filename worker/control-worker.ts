@@ -34,6 +34,7 @@ export async function createControlWorker(config: NetleaseConfig): Promise<Contr
     taskQueue,
     workflowBundle: prebuiltBundle(),
     activities: createControlActivities({ client, config, reader }),
+    maxCachedWorkflows: config.maxCachedWorkflows,
     // Temporal's own handling of SIGINT/SIGTERM: stop polling, finish in-flight tasks, then resolve run().
     shutdownGraceTime: '10 seconds',
   });
