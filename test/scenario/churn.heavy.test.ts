@@ -2,7 +2,8 @@
 // the reconciler schedule running throughout. No address is ever held by two live leases (checked
 // continuously), and at the end every lease is released and every address free.
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { isGrpcDeadlineError, WorkflowNotFoundError } from '@temporalio/client';
+import type { Allocation } from '../../domain/allocation';
 import { nodeWorkflowId } from '../../domain/ids';
 import { knownLeases } from '../../temporal/visibility';
 import { nodeStateQuery } from '../../workflows/node-messages';
@@ -42,13 +43,15 @@ function ownershipChecker(nodes: string[]) {
       throw err;
     }
   };
-  const readTable = async (node: string) => {
+  /** A query that times out (a busy worker) is asked again, a bounded number of times. */
+  const readTable = async (node: string, attempt = 1): Promise<Record<string, Allocation>> => {
     try {
       const handle = scenario.temporal.client.workflow.getHandle(nodeWorkflowId(node));
       const state = await handle.query(nodeStateQuery);
       return state.tables[scenario.temporal.taskQueue]?.allocations ?? {};
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return {};
+      if (isGrpcDeadlineError(err) && attempt < 5) return readTable(node, attempt + 1);
       throw err;
     }
   };
