@@ -24,7 +24,7 @@ export const cniPaths = (taskQueue: string) => ({
 
 /** The CNI API the static shim talks to, served in this process for the file's task queue. */
 export function serveTestCniApi(taskQueue: string): Promise<CniApi> {
-  return serveCniApi({ ...cniPaths(taskQueue), log: () => undefined });
+  return serveCniApi(cniPaths(taskQueue));
 }
 
 export interface TestTemporal {
