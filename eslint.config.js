@@ -23,7 +23,7 @@ const deterministic = {
           message: 'Workflows import activities as types only.',
         },
         {
-          group: ['**/worker/**', '**/cni/**', '**/tools/**'],
+          group: ['**/worker/**', '**/cni/**', '**/tools/**', '**/observability/**'],
           message: 'Not allowed in deterministic code.',
         },
       ],
@@ -83,6 +83,11 @@ module.exports = tseslint.config(
   },
   { files: ['activities/**/*.ts'], rules: layer(['worker', 'cni', 'tools']) },
   { files: ['cni/**/*.ts'], rules: layer(['activities', 'worker', 'tools']) },
+  // Logs and metrics: used by every process-side layer, importing none of them.
+  {
+    files: ['observability/**/*.ts'],
+    rules: layer(['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools']),
+  },
   // Workflows get replay-safe Date and Math.random from the sandbox; domain code takes time as input.
   {
     files: ['domain/**/*.ts'],

@@ -11,6 +11,7 @@ import {
 } from '../workflows/pool-messages';
 import type { ControlDeps } from './deps';
 import { callUpdate } from './update-call';
+import { compensationBlocksReturned } from '../observability/control-metrics';
 
 export interface AcquireBlockInput {
   pool: PoolSpec;
@@ -49,12 +50,15 @@ export function blockActivities({ client, config }: ControlDeps) {
 
     async returnBlocks(input: ReturnBlocksInput): Promise<string[]> {
       const handle = client.workflow.getHandle(poolWorkflowId(input.pool));
-      return callUpdate(() =>
+      const returned = await callUpdate(() =>
         handle.executeUpdate(returnBlocksUpdate, {
           args: [{ node: input.node, incarnation: input.incarnation, blocks: input.blocks }],
           updateId: input.updateId,
         }),
       );
+      // Only compensation returns blocks (node workflow, a gone incarnation's last step).
+      compensationBlocksReturned.inc({ pool: input.pool }, returned.length);
+      return returned;
     },
   };
 }

@@ -193,3 +193,53 @@ export function idleBlocks(table: AllocationTable, incarnation: string): Block[]
   ]);
   return table.blocks.filter((b) => b.incarnation === incarnation && !busy.has(b.cidr));
 }
+
+export interface AddressUsage {
+  family: Family;
+  /** Addresses that can be handed out at all: usable, not a gateway, not excluded. */
+  total: number;
+  used: number;
+  /** Released and not yet reusable (cooldown). */
+  cooling: number;
+  free: number;
+}
+
+/** Addresses of [first, last] inside the union of `ranges`. */
+function overlapCount(first: bigint, last: bigint, ranges: Array<[bigint, bigint]>): bigint {
+  const clipped = ranges
+    .map(([lo, hi]): [bigint, bigint] => [lo > first ? lo : first, hi < last ? hi : last])
+    .filter(([lo, hi]) => lo <= hi)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  let count = 0n;
+  let end = first - 1n;
+  for (const [lo, hi] of clipped) {
+    const from = lo > end ? lo : end + 1n;
+    if (hi >= from) count += hi - from + 1n;
+    if (hi > end) end = hi;
+  }
+  return count;
+}
+
+/**
+ * What a node's table holds per family for one pool, counted the way `allocate` picks: an address
+ * is free when it is usable, not the gateway, not excluded, not held and not cooling at `now`.
+ */
+export function addressUsage(table: AllocationTable, pool: PoolSpec, now: number): AddressUsage[] {
+  return poolFamilies(pool).map((family) => {
+    let total = 0n;
+    for (const block of table.blocks.filter((b) => b.family === family)) {
+      const prefix = parsePrefix(block.cidr);
+      const { first, last } = usableRange(prefix);
+      const excluded = exclusionRanges(pool, family);
+      const gateway = gatewayOf(pool, prefix);
+      if (gateway !== undefined && gateway >= first && gateway <= last) excluded.push([gateway, gateway]);
+      total += last - first + 1n - overlapCount(first, last, excluded);
+    }
+    const used = Object.values(table.allocations).filter((a) => a.family === family).length;
+    const cooling = Object.entries(table.cooldowns).filter(
+      ([address, until]) => until > now && parseAddress(address).family === family,
+    ).length;
+    const capped = total > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(total);
+    return { family, total: capped, used, cooling, free: Math.max(0, capped - used - cooling) };
+  });
+}

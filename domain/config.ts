@@ -126,6 +126,25 @@ export const KubernetesSchema = z
   .strict();
 export type KubernetesConfig = z.infer<typeof KubernetesSchema>;
 
+/** Where a process serves GET /metrics (Prometheus); omitted: no metrics server. */
+export const MetricsEndpointSchema = z
+  .object({
+    port: z.number().int().min(1).max(65535),
+    /** Loopback by default: expose it deliberately (0.0.0.0) where Prometheus scrapes from elsewhere. */
+    host: z.string().min(1).max(253).default('127.0.0.1'),
+  })
+  .strict();
+export type MetricsEndpoint = z.infer<typeof MetricsEndpointSchema>;
+
+export const ControlMetricsSchema = MetricsEndpointSchema.extend({
+  /** How often lease phases (visibility counts) and node tables (state queries) are sampled. */
+  sampleIntervalSeconds: z.number().int().min(1).default(30),
+}).strict();
+export type ControlMetrics = z.infer<typeof ControlMetricsSchema>;
+
+/** Lowest level of the JSON log lines written to stdout. */
+export const LogLevelSchema = z.enum(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info');
+
 export const NetleaseConfigSchema = z
   .object({
     temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
@@ -142,6 +161,8 @@ export const NetleaseConfigSchema = z
      * short history on its next task. Bounds the worker's RSS (deploy/control: 1 GiB limit).
      */
     maxCachedWorkflows: z.number().int().min(2).max(100_000).default(300),
+    metrics: ControlMetricsSchema.optional(),
+    logLevel: LogLevelSchema,
   })
   .strict()
   .superRefine((config, ctx) => {
@@ -197,6 +218,8 @@ export const NodeAgentConfigSchema = z
       .optional(),
     /** Leases produced when a pod is bound, before its ADD; they must match the node's CNI config. */
     preProduce: PreProduceSchema.optional(),
+    metrics: MetricsEndpointSchema.optional(),
+    logLevel: LogLevelSchema,
   })
   .strict()
   .superRefine((config, ctx) => {

@@ -5,6 +5,8 @@ const LONGEST_PAUSE_MS = 10 * 60_000;
 
 export async function pauseAfter(step: string): Promise<void> {
   if (process.env[PAUSE_ENV] !== step) return;
-  console.log(`netlease node agent: paused after ${step} (${PAUSE_ENV})`);
+  // One JSON line like the agent's own log (kernel/ stands below observability/).
+  const msg = `paused after ${step} (${PAUSE_ENV})`;
+  console.log(JSON.stringify({ level: 'warn', time: new Date().toISOString(), proc: 'node-agent', msg }));
   await new Promise((resolve) => setTimeout(resolve, LONGEST_PAUSE_MS));
 }

@@ -11,13 +11,15 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 
 # The dataplane uses iproute2 and nsenter; the ptp tests ping between namespaces; the mTLS test
-# makes certificates with openssl and puts nginx (a TLS-terminating gRPC proxy) before Temporal.
+# makes certificates with openssl and puts nginx (a TLS-terminating gRPC proxy) before Temporal;
+# the metrics test checks the exposition with promtool and scrapes it with a real Prometheus.
 missing=""
 command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
 command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
 command -v ping >/dev/null 2>&1 || missing="$missing iputils-ping"
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing="$missing nginx"
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || missing="$missing prometheus"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages:$missing (install them as root, then run this again)"
@@ -25,8 +27,9 @@ if [ -n "$missing" ]; then
   fi
   say "installing Debian packages:$missing"
   apt-get update -qq
-  # Only nginx's binary is wanted: while installing, a policy-rc.d that refuses every start keeps
-  # the package from starting a system nginx on port 80 (one already there is left as it is).
+  # Only the nginx and prometheus binaries are wanted: while installing, a policy-rc.d that refuses
+  # every start keeps the packages from starting a system nginx on port 80 or a system Prometheus
+  # on port 9090 (one already there is left as it is).
   policy=/usr/sbin/policy-rc.d
   made_policy=""
   if [ ! -e "$policy" ]; then
@@ -40,10 +43,19 @@ if [ -n "$missing" ]; then
     [ ! -s /run/nginx.pid ] || /usr/sbin/nginx -s quit || true
     if command -v systemctl >/dev/null 2>&1; then systemctl disable --quiet nginx 2>/dev/null || true; fi ;;
   esac
+  case "$missing" in *prometheus*)
+    if command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --quiet prometheus 2>/dev/null || true # works without a running systemd too
+      systemctl stop prometheus 2>/dev/null || true
+    fi
+    # Without systemd, the package's init script (start-stop-daemon, pid file in /run).
+    [ ! -x /etc/init.d/prometheus ] || /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+    command -v update-rc.d >/dev/null 2>&1 && update-rc.d prometheus disable >/dev/null 2>&1 || true ;;
+  esac
 fi
 
 stamp=dist/.built
-if [ ! -f "$stamp" ] || [ -n "$(find domain workflows activities kernel kubernetes temporal worker cni tools test package-lock.json tsconfig.json -newer "$stamp" -type f -print -quit)" ]; then
+if [ ! -f "$stamp" ] || [ -n "$(find domain workflows activities kernel kubernetes temporal worker cni observability tools test package-lock.json tsconfig.json -newer "$stamp" -type f -print -quit)" ]; then
   say "compiling TypeScript and bundling workflows"
   rm -rf dist # a clean build: output of a removed or renamed source must not linger
   npx tsc -p tsconfig.json

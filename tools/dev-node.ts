@@ -7,7 +7,8 @@ import { netnsExists } from '../kernel/netns';
 import { NodeAgentConfigSchema } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
 import { writeCniDir, type CniDir } from './cni-dir';
-import { startTracked, type Tracked } from './processes';
+import { type Tracked } from './processes';
+import { startReadable } from './readable-log';
 
 export interface DevNode {
   /** Starts (or restarts) the node agent process. */
@@ -55,7 +56,7 @@ export async function startDevNode(
   console.log('netlease: starting the node agent');
   const args = [join(root, 'dist', 'worker', 'node-agent.js'), '--config', configPath];
   return {
-    startAgent: () => startTracked(process.execPath, args),
+    startAgent: () => startReadable(process.execPath, args),
     cni,
     hostNetns: config.hostNetns ? netnsPath(config.hostNetns) : undefined,
   };

@@ -9,7 +9,8 @@ import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
 import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
-import { startTracked, stopLeftovers, stopPid, type Tracked } from './processes';
+import { stopLeftovers, stopPid, type Tracked } from './processes';
+import { startReadable } from './readable-log';
 import { supervise, type Supervised } from './supervise';
 import { startDevServer } from './temporal-server';
 
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
 
   console.log('netlease: starting the control worker');
   const controlArgs = [join(root, 'dist', 'worker', 'control.js'), '--config', effectivePath];
-  workers.push(supervise('control worker', () => startTracked(process.execPath, controlArgs), events));
+  workers.push(supervise('control worker', () => startReadable(process.execPath, controlArgs), events));
   save();
   const node = await startDevNode(root, stateDir, config.temporal.address, effective.kubernetes?.kubeconfig);
   workers.push(supervise('node agent', node.startAgent, events));

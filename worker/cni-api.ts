@@ -5,8 +5,20 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { hostname } from 'node:os';
 import { handleCniCall, type CniAnswer } from '../cni/handle';
 import { closeTemporalClients } from '../cni/temporal';
+import { leaseWorkflowId } from '../domain/ids';
+import {
+  cniDuration,
+  cniRequests,
+  deleteQueueLength,
+  deletesQueued,
+  queuedDeletesApplied,
+  queuedDeletesDropped,
+  verbLabel,
+} from '../observability/agent-metrics';
+import { errorMessage, shortMessage, silentLog, type Log } from '../observability/log';
 import { drainDeletes, enqueueDelete, QueuedCallSchema, type Applied, type QueuedCall } from './delete-queue';
 
 const MAX_BODY_BYTES = 16 << 20;
@@ -15,7 +27,7 @@ const DRAIN_EVERY_MS = 5000;
 export interface CniApiOptions {
   socket: string;
   deleteQueue: string;
-  log?: (line: string) => void;
+  log?: Log;
 }
 
 export interface CniApi {
@@ -26,12 +38,68 @@ export interface CniApi {
 
 const tryAgainLater = (answer: CniAnswer) => answer.exitCode !== 0 && /"code":11[,}]/.test(answer.stdout);
 
+/** The CNI error of a failed answer: its code and message. */
+function errorOf(answer: CniAnswer): { code: number; error?: string } {
+  if (answer.exitCode === 0) return { code: 0 };
+  try {
+    const parsed = JSON.parse(answer.stdout) as { code?: unknown; msg?: unknown; details?: unknown };
+    const code = typeof parsed.code === 'number' ? parsed.code : 999;
+    const text = [parsed.msg, parsed.details].filter((t) => typeof t === 'string' && t).join(': ');
+    return { code, error: shortMessage(text) };
+  } catch {
+    return { code: 999, error: shortMessage(answer.stdout) };
+  }
+}
+
+/** What a log line says about a call: verb, pod, node, lease id. Never throws. */
+export function callFields(call: QueuedCall): Record<string, string> {
+  const env = call.env;
+  const args = Object.fromEntries(
+    (env.CNI_ARGS ?? '')
+      .split(';')
+      .map((pair) => pair.split('=', 2))
+      .filter((kv): kv is [string, string] => kv.length === 2),
+  );
+  let node: unknown;
+  try {
+    const conf = JSON.parse(call.stdin) as { nodeName?: unknown; ipam?: { nodeName?: unknown } };
+    node = conf.nodeName ?? conf.ipam?.nodeName;
+  } catch {
+    // not JSON: the answer says so (error 6)
+  }
+  const fields: Record<string, string> = { verb: verbLabel(env.CNI_COMMAND) };
+  const uid = args.K8S_POD_UID || (env.CNI_CONTAINERID ? `ctr-${env.CNI_CONTAINERID.slice(0, 64)}` : '');
+  if (args.K8S_POD_NAME) fields.pod = `${args.K8S_POD_NAMESPACE ?? ''}/${args.K8S_POD_NAME}`;
+  if (args.K8S_POD_UID) fields.podUid = args.K8S_POD_UID;
+  if (uid && env.CNI_IFNAME) fields.leaseId = leaseWorkflowId(uid, env.CNI_IFNAME);
+  if (env.CNI_CONTAINERID) fields.containerId = env.CNI_CONTAINERID.slice(0, 64);
+  fields.node = typeof node === 'string' && node ? node : hostname();
+  return fields;
+}
+
 /** A DEL that cannot reach Temporal is queued and succeeds: no deletion is ever lost. */
-async function answer(call: QueuedCall, deleteQueue: string): Promise<CniAnswer> {
-  const result = await handleCniCall(call);
-  if (call.env.CNI_COMMAND !== 'DEL' || !tryAgainLater(result)) return result;
-  await enqueueDelete(deleteQueue, call);
-  return { exitCode: 0, stdout: '' };
+async function answer(call: QueuedCall, deleteQueue: string, log: Log): Promise<CniAnswer> {
+  const started = process.hrtime.bigint();
+  let result = await handleCniCall(call);
+  let queued = false;
+  if (call.env.CNI_COMMAND === 'DEL' && tryAgainLater(result)) {
+    await enqueueDelete(deleteQueue, call);
+    deletesQueued.inc();
+    queued = true;
+    result = { exitCode: 0, stdout: '' };
+  }
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const { code, error } = errorOf(result);
+  const verb = verbLabel(call.env.CNI_COMMAND);
+  cniRequests.inc({ verb, code: String(code) });
+  cniDuration.observe({ verb, result: code === 0 ? 'success' : 'error' }, seconds);
+  const fields = { ...callFields(call), code, durationMs: Math.round(seconds * 1000) };
+  if (queued) log.warn({ ...fields, queued: true }, 'cni DEL queued: Temporal did not answer');
+  else if (code !== 0) log.warn({ ...fields, error }, 'cni call failed');
+  // STATUS comes every few seconds from the runtime: at debug, so the log stays about pods.
+  else if (verb === 'STATUS') log.debug(fields, 'cni call');
+  else log.info(fields, 'cni call');
+  return result;
 }
 
 async function readBody(request: IncomingMessage): Promise<string> {
@@ -55,16 +123,17 @@ function listen(server: Server, socket: string): Promise<void> {
 export async function serveCniApi({
   socket,
   deleteQueue,
-  log = console.log,
+  log = silentLog(),
 }: CniApiOptions): Promise<CniApi> {
   const server = createServer((request, response) => {
     void (async () => {
       try {
         if (request.method !== 'POST' || request.url !== '/cni') throw new Error('POST /cni only');
         const call = QueuedCallSchema.parse(JSON.parse(await readBody(request)));
-        const body = JSON.stringify(await answer(call, deleteQueue));
+        const body = JSON.stringify(await answer(call, deleteQueue, log));
         response.writeHead(200, { 'content-type': 'application/json' }).end(body);
       } catch (err) {
+        log.warn({ error: errorMessage(err) }, 'cni API: bad request');
         response.writeHead(400, { 'content-type': 'text/plain' }).end(String((err as Error).message ?? err));
       }
     })();
@@ -82,13 +151,19 @@ export async function serveCniApi({
   const drain = () =>
     (draining = draining.then(async () => {
       const drained = await drainDeletes(deleteQueue, apply);
+      queuedDeletesApplied.inc(drained.applied);
+      queuedDeletesDropped.inc(drained.dropped.length);
+      deleteQueueLength.set(drained.kept);
       if (drained.applied || drained.dropped.length)
-        log(`netlease node agent: applied ${drained.applied} queued DEL(s), ${drained.kept} waiting`);
-      for (const name of drained.dropped) log(`netlease node agent: dropped unreadable queued DEL ${name}`);
+        log.info({ applied: drained.applied, waiting: drained.kept }, 'queued DELs applied');
+      for (const name of drained.dropped) log.warn({ file: name }, 'dropped unreadable queued DEL');
     }));
   await drain();
   const timer = setInterval(
-    () => void drain().catch((err: unknown) => log(`queued DELs: ${String(err)}`)),
+    () =>
+      void drain().catch((err: unknown) =>
+        log.warn({ error: errorMessage(err) }, 'queued DELs: drain failed'),
+      ),
     DRAIN_EVERY_MS,
   );
   timer.unref();

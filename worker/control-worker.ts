@@ -7,7 +7,9 @@ import { ClusterReader } from '../kubernetes/cluster-reader';
 import { connectKube } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { connectClient, connectWorkerConnection } from '../temporal/connection';
+import { errorMessage, silentLog, type Log } from '../observability/log';
 import { prebuiltBundle } from './bundle';
+import { startMetricsSampler, type MetricsSampler } from './metrics-sampler';
 import { ensureReconcileSchedule } from './reconcile-schedule';
 import { NodeEvents } from './watchers/node-events';
 import { PodEvents } from './watchers/pod-events';
@@ -22,7 +24,10 @@ export interface ControlWorker {
   close(): Promise<void>;
 }
 
-export async function createControlWorker(config: NetleaseConfig): Promise<ControlWorker> {
+export async function createControlWorker(
+  config: NetleaseConfig,
+  log: Log = silentLog(),
+): Promise<ControlWorker> {
   const { namespace, taskQueue } = config.temporal;
   const nativeConnection = await connectWorkerConnection(config.temporal);
   const client = await connectClient(config.temporal);
@@ -39,8 +44,9 @@ export async function createControlWorker(config: NetleaseConfig): Promise<Contr
     shutdownGraceTime: '10 seconds',
   });
   const watches: WatchLoop[] = [];
-  const report = (err: unknown) =>
-    console.warn(`netlease watch: ${err instanceof Error ? err.message : String(err)}`);
+  let sampler: MetricsSampler | undefined;
+  const reportFor = (resource: string) => (err: unknown) =>
+    log.warn({ watch: resource, error: errorMessage(err) }, 'watch error; reopening');
   return {
     worker,
     client,
@@ -51,15 +57,18 @@ export async function createControlWorker(config: NetleaseConfig): Promise<Contr
         if (config.kubernetes.watch) {
           const pods = new PodEvents(reader, client, taskQueue);
           const nodes = new NodeEvents(reader, client);
-          watches.push(watchForever(kube, '/api/v1/nodes', (t, o) => nodes.handle(t, o), report));
-          watches.push(watchForever(kube, '/api/v1/pods', (t, o) => pods.handle(t, o), report));
+          watches.push(watchForever(kube, '/api/v1/nodes', (t, o) => nodes.handle(t, o), reportFor('nodes')));
+          watches.push(watchForever(kube, '/api/v1/pods', (t, o) => pods.handle(t, o), reportFor('pods')));
         }
         await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
       }
+      if (config.metrics)
+        sampler = startMetricsSampler(client, taskQueue, config.metrics.sampleIntervalSeconds, log);
       await running;
     },
     async close() {
       for (const watch of watches) watch.stop();
+      sampler?.stop();
       await client.connection.close();
       await nativeConnection.close();
     },

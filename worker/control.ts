@@ -1,19 +1,35 @@
 // Entry point: node dist/worker/control.js --config <file>   (or NETLEASE_CONFIG=<file>)
+// Logs are JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
+import { controlRegistry } from '../observability/control-metrics';
+import { createLog, errorMessage } from '../observability/log';
+import { serveMetrics, type MetricsServer } from '../observability/metrics-server';
+import { installRuntime } from '../observability/runtime';
 import { configPath, loadConfigFile } from './config-file';
 import { createControlWorker } from './control-worker';
 
+const bootLog = createLog('control');
+
 async function main(): Promise<void> {
   const config = loadConfigFile(configPath(process.argv, 'NETLEASE_CONFIG', 'control'));
-  const control = await createControlWorker(config);
-  console.log(
-    `netlease control worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}`,
+  const log = createLog('control', config.logLevel);
+  const runtime = await installRuntime(log, config.metrics !== undefined);
+  const control = await createControlWorker(config, log);
+  let metrics: MetricsServer | undefined;
+  if (config.metrics) {
+    metrics = await serveMetrics({ ...config.metrics, registry: controlRegistry, log, ...runtime });
+    log.info({ host: config.metrics.host, port: metrics.port }, 'metrics on GET /metrics');
+  }
+  log.info(
+    { taskQueue: config.temporal.taskQueue, temporal: config.temporal.address },
+    'control worker started',
   );
   await control.run();
   await control.close();
-  console.log('netlease control worker: stopped');
+  await metrics?.close();
+  log.info('control worker stopped');
 }
 
 main().catch((err: unknown) => {
-  console.error(`netlease control worker: ${err instanceof Error ? err.message : String(err)}`);
+  bootLog.error({ error: errorMessage(err) }, 'control worker failed');
   process.exit(1);
 });

@@ -1,37 +1,54 @@
 // Entry point: node dist/worker/node-agent.js --config <file>   (or NETLEASE_NODE_AGENT_CONFIG=<file>)
-// The node name: `nodeName` in the file, else NETLEASE_NODE_NAME, else the host name.
+// The node name: `nodeName` in the file, else NETLEASE_NODE_NAME, else the host name. Logs are
+// JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
 import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
 import { ClusterReader } from '../kubernetes/cluster-reader';
 import { connectKube } from '../kubernetes/kube';
+import { agentRegistry } from '../observability/agent-metrics';
+import { createLog, errorMessage, type Log } from '../observability/log';
+import { serveMetrics, type MetricsServer } from '../observability/metrics-server';
+import { installRuntime } from '../observability/runtime';
 import { connectClient } from '../temporal/connection';
 import { serveCniApi } from './cni-api';
 import { configPath, loadConfigFile } from './config-file';
 import { createNodeAgent } from './node-agent-worker';
 import { startPreProducing, type PreProducer } from './pre-produce';
 
+const bootLog = createLog('node-agent');
+
 async function main(): Promise<void> {
   const path = configPath(process.argv, 'NETLEASE_NODE_AGENT_CONFIG', 'node-agent');
   const config = loadConfigFile(path, NodeAgentConfigSchema);
+  const log = createLog('node-agent', config.logLevel);
+  const runtime = await installRuntime(log, config.metrics !== undefined);
   // A DaemonSet passes spec.nodeName through the downward API; it wins over the host name.
   const nodeName = config.nodeName ?? process.env.NETLEASE_NODE_NAME;
   const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config);
-  const host = config.hostNetns ? `network namespace ${config.hostNetns}` : 'its own network namespace';
-  console.log(
-    `netlease node agent: node ${agent.nodeName}, task queue ${agent.taskQueue}, host side in ${host}`,
-  );
+  const nodeLog = log.child({ node: agent.nodeName });
+  let metrics: MetricsServer | undefined;
+  if (config.metrics) {
+    metrics = await serveMetrics({ ...config.metrics, registry: agentRegistry, log: nodeLog, ...runtime });
+    nodeLog.info({ host: config.metrics.host, port: metrics.port }, 'metrics on GET /metrics');
+  }
+  nodeLog.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
   const running = agent.worker.run(); // Temporal's own SIGINT/SIGTERM handling ends it
-  const cni = await serveCniApi({ socket: config.cniSocket, deleteQueue: config.deleteQueue });
-  console.log(`netlease node agent: CNI API on ${config.cniSocket}; queued DELs in ${config.deleteQueue}`);
-  const preProducer = await preProduceFor(config, agent.nodeName);
+  const cni = await serveCniApi({ socket: config.cniSocket, deleteQueue: config.deleteQueue, log });
+  nodeLog.info({ cniSocket: config.cniSocket, deleteQueue: config.deleteQueue }, 'CNI API listening');
+  const preProducer = await preProduceFor(config, agent.nodeName, nodeLog);
   await running;
   preProducer?.stop();
   await cni.close();
   await agent.close();
-  console.log('netlease node agent: stopped');
+  await metrics?.close();
+  nodeLog.info('node agent stopped');
 }
 
 /** With a `preProduce` section: leases of pods bound to this node are produced before their ADD. */
-async function preProduceFor(config: NodeAgentConfig, nodeName: string): Promise<PreProducer | undefined> {
+async function preProduceFor(
+  config: NodeAgentConfig,
+  nodeName: string,
+  log: Log,
+): Promise<PreProducer | undefined> {
   if (!config.preProduce || !config.kubernetes) return undefined;
   const kube = await connectKube(config.kubernetes.kubeconfig);
   const producer = startPreProducing({
@@ -41,14 +58,13 @@ async function preProduceFor(config: NodeAgentConfig, nodeName: string): Promise
     nodeName,
     taskQueue: config.temporal.taskQueue,
     settings: config.preProduce,
+    log,
   });
-  console.log(
-    `netlease node agent: pre-producing ${config.preProduce.network} leases of pods on ${nodeName}`,
-  );
+  log.info({ network: config.preProduce.network, pool: config.preProduce.pool }, 'pre-producing leases');
   return producer;
 }
 
 main().catch((err: unknown) => {
-  console.error(`netlease node agent: ${err instanceof Error ? err.message : String(err)}`);
+  bootLog.error({ error: errorMessage(err) }, 'node agent failed');
   process.exit(1);
 });

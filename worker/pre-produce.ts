@@ -13,6 +13,8 @@ import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
 import type { ClusterReader } from '../kubernetes/cluster-reader';
 import type { KubeClients } from '../kubernetes/kube';
 import { leaseStartOptions } from '../temporal/leases';
+import { preProduced } from '../observability/agent-metrics';
+import { errorMessage, silentLog, type Log } from '../observability/log';
 import { watchForever, type WatchLoop } from './watchers/watch-loop';
 
 export interface PreProducer {
@@ -28,7 +30,7 @@ export interface PreProduceOptions {
   nodeName: string;
   taskQueue: string;
   settings: PreProduce;
-  log?: (line: string) => void;
+  log?: Log;
 }
 
 const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce): LeaseStart => ({
@@ -43,19 +45,26 @@ const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce): Le
 });
 
 export function startPreProducing(options: PreProduceOptions): PreProducer {
-  const { client, reader, nodeName, taskQueue, settings, log = console.log } = options;
+  const { client, reader, nodeName, taskQueue, settings, log = silentLog() } = options;
   const started = new Set<string>();
 
   /** Starts the lease once; a lease that ran and closed (released) is never started again here. */
   const produce = async (pod: PodFact) => {
+    const options = leaseStartOptions(taskQueue, leaseStartFor(pod, nodeName, settings));
+    const fields = { leaseId: options.workflowId, pod: `${pod.namespace}/${pod.name}` };
     try {
+      // USE_EXISTING: a lease already running (a racing ADD, an earlier agent) is joined, not restarted.
       await client.workflow.start(LEASE_WORKFLOW_TYPE, {
-        ...leaseStartOptions(taskQueue, leaseStartFor(pod, nodeName, settings)),
+        ...options,
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
       });
+      preProduced.inc({ result: 'started' });
+      log.info(fields, 'lease pre-produced');
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      preProduced.inc({ result: 'closed' });
+      log.info(fields, 'lease ran and closed: not pre-produced again');
     }
     started.add(pod.uid);
   };
@@ -74,7 +83,7 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
     options.kube,
     '/api/v1/pods',
     handle,
-    (err) => log(`netlease node agent: pod watch: ${err instanceof Error ? err.message : String(err)}`),
+    (err) => log.warn({ watch: 'pods', error: errorMessage(err) }, 'watch error; reopening'),
     { fieldSelector: `spec.nodeName=${nodeName}` },
   );
   return { started, stop: () => loop.stop() };

@@ -3,8 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { Runtime, type Worker } from '@temporalio/worker';
 import { NetleaseConfigSchema, type NetleaseConfig } from '../../domain/config';
+import { createLog, sdkLogger } from '../../observability/log';
 import { serveCniApi, type CniApi } from '../../worker/cni-api';
 import { createControlWorker } from '../../worker/control-worker';
 
@@ -24,7 +25,7 @@ export const cniPaths = (taskQueue: string) => ({
 
 /** The CNI API the static shim talks to, served in this process for the file's task queue. */
 export function serveTestCniApi(taskQueue: string): Promise<CniApi> {
-  return serveCniApi({ ...cniPaths(taskQueue), log: () => undefined });
+  return serveCniApi(cniPaths(taskQueue));
 }
 
 export interface TestTemporal {
@@ -64,10 +65,13 @@ export interface RunningWorker {
 }
 
 let runtimeInstalled = false;
-/** Worker logs at WARN so test output shows failures, not every state change. */
+/**
+ * Worker logs at WARN so test output shows failures, not every state change: through the same
+ * adapter as the processes, so a failed activity attempt is one JSON line, not a stack.
+ */
 export function quietRuntime(): void {
   if (runtimeInstalled) return;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({ logger: sdkLogger(createLog('test', 'warn')) });
   runtimeInstalled = true;
 }
 

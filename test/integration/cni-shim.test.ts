@@ -33,7 +33,11 @@ afterAll(async () => {
 
 async function startAgent(until = () => false): Promise<NodeAgentProcess> {
   const started = startNodeAgentProcess(node, hostNetns, {}, undefined, paths);
-  const ready = await waitFor(() => started.output().includes('CNI API on') || until(), 30_000, 5);
+  const ready = await waitFor(
+    () => started.output().includes('"msg":"CNI API listening"') || until(),
+    30_000,
+    5,
+  );
   if (!ready) throw new Error(`node agent did not start: ${started.output()}`);
   return started;
 }
@@ -96,7 +100,8 @@ test('agent down: ADD and CHECK 11 naming the socket, STATUS 50, DELs queued and
   agent = await startAgent();
   expect(await waitFor(() => queued().length === 0, 30_000)).toBe(true);
   for (const uid of pods) expect(await attachmentsOf(uid)).toEqual([]);
-  if (leftByKilled > 0) expect(agent.output()).toMatch(new RegExp(`applied ${leftByKilled} queued DEL`));
+  if (leftByKilled > 0)
+    expect(agent.output()).toMatch(new RegExp(`"applied":${leftByKilled},.*"msg":"queued DELs applied"`));
 }, 120_000);
 
 test('Temporal away: the agent queues the DEL, answers success, and applies it when Temporal is back', async () => {

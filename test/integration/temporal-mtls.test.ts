@@ -118,7 +118,14 @@ test('an unreadable TLS file: the shim fails with CNI error 5 naming the field; 
     through({ clientKeyFile: missing }),
   );
   expect(await agent.exited).toBe(1);
-  expect(agent.output()).toMatch(new RegExp(`cannot read temporal\\.tls\\.clientKeyFile "${missing}"`));
+  // The agent's last word is one JSON log line naming the field and the file.
+  const failure = agent
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { msg?: string; error?: string })
+    .find((line) => line.msg === 'node agent failed');
+  expect(failure?.error).toMatch(new RegExp(`cannot read temporal\\.tls\\.clientKeyFile "${missing}"`));
 });
 
 test('histories of this file replay without nondeterminism', async () => {

@@ -26,7 +26,6 @@ beforeAll(async () => {
     nodeName: node,
     taskQueue: scenario.temporal.taskQueue,
     settings: { network: 'netlease-test', pool: scenario.temporal.taskQueue, mode: 'ipam', ifName: 'eth0' },
-    log: () => undefined,
   });
 });
 afterAll(async () => {

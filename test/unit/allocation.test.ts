@@ -1,4 +1,5 @@
 import {
+  addressUsage,
   allocate,
   emptyTable,
   expireCooldowns,
@@ -113,4 +114,21 @@ test('pool blocks are handed out once each until exhausted', () => {
   expect([first, second]).toEqual(['198.18.0.0/31', '198.18.0.2/31']);
   expect(freeBlock(held, small, 4)).toBeUndefined();
   expect(freeBlock(held, small, 6)).toBeUndefined();
+});
+
+test('addressUsage counts what allocate could hand out: gateway, exclusions, holders and cooldowns', () => {
+  const table = tableWithBlocks();
+  // 198.18.0.0/29: .1-.6 usable, .1 the gateway, .2 excluded; fd00::/125: ::1-::7, ::1 gateway, ::4/126 excluded
+  expect(addressUsage(table, pool, 0)).toEqual([
+    { family: 4, total: 4, used: 0, cooling: 0, free: 4 },
+    { family: 6, total: 2, used: 0, cooling: 0, free: 2 },
+  ]);
+  allocate(table, pool, req('a'));
+  allocate(table, pool, req('b'));
+  release(table, 'a', 1000, 500);
+  expect(addressUsage(table, pool, 1200)).toEqual([
+    { family: 4, total: 4, used: 1, cooling: 1, free: 2 },
+    { family: 6, total: 2, used: 1, cooling: 1, free: 0 },
+  ]);
+  expect(addressUsage(table, pool, 1500).map((u) => u.cooling)).toEqual([0, 0]);
 });

@@ -13,6 +13,7 @@ const FOLDERS = [
   'temporal',
   'worker',
   'cni',
+  'observability',
   'tools',
 ];
 
@@ -79,13 +80,24 @@ test('the cycle finder finds a circle', () => {
 
 /** What each folder must not import. */
 const FORBIDDEN: Record<string, string[]> = {
-  domain: ['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
-  workflows: ['kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
+  domain: [
+    'workflows',
+    'activities',
+    'kernel',
+    'kubernetes',
+    'temporal',
+    'worker',
+    'cni',
+    'observability',
+    'tools',
+  ],
+  workflows: ['kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'observability', 'tools'],
   kernel: ['workflows', 'activities', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
   kubernetes: ['workflows', 'activities', 'kernel', 'temporal', 'worker', 'cni', 'tools'],
   temporal: ['activities', 'kernel', 'kubernetes', 'worker', 'cni', 'tools'],
   activities: ['worker', 'cni', 'tools'],
   cni: ['activities', 'worker', 'tools'],
+  observability: ['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
 };
 
 test.each(Object.entries(FORBIDDEN))('%s imports only the layers below it', (folder, forbidden) => {

@@ -79,3 +79,15 @@ test('temporal.tls: files are read up front; an unreadable one is a config error
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('metrics: optional; loopback and a 30 s sample by default; the port is required', () => {
+  const pools = 'pools:\n  - name: default\n    cidrs: [198.18.0.0/16]\n';
+  expect(parseConfigText(pools, 'a.yaml').metrics).toBeUndefined();
+  expect(parseConfigText(`${pools}metrics: { port: 9464 }\n`, 'a.yaml').metrics).toEqual({
+    port: 9464,
+    host: '127.0.0.1',
+    sampleIntervalSeconds: 30,
+  });
+  expect(() => parseConfigText(`${pools}metrics: { host: 0.0.0.0 }\n`, 'a.yaml')).toThrow(/metrics\.port/);
+  expect(parseConfigText(pools, 'a.yaml').logLevel).toBe('info');
+});

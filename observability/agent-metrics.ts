@@ -1,0 +1,55 @@
+// The node agent's metrics (netlease_*): CNI calls, the DEL queue, pre-produced leases.
+import { Counter, Histogram, Gauge, Registry } from 'prom-client';
+
+export const agentRegistry = new Registry();
+
+/** CNI verbs as labels; anything else (a missing or invalid CNI_COMMAND) is "invalid". */
+const VERBS = new Set(['ADD', 'DEL', 'CHECK', 'VERSION', 'GC', 'STATUS']);
+export const verbLabel = (command: string | undefined): string =>
+  command && VERBS.has(command) ? command : 'invalid';
+
+export const cniRequests = new Counter({
+  name: 'netlease_cni_requests_total',
+  help: 'CNI calls served by the node agent, by verb and CNI result code (0: success).',
+  labelNames: ['verb', 'code'] as const,
+  registers: [agentRegistry],
+});
+
+export const cniDuration = new Histogram({
+  name: 'netlease_cni_request_duration_seconds',
+  help: 'Time the node agent took to answer a CNI call, by verb and whether it succeeded.',
+  labelNames: ['verb', 'result'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [agentRegistry],
+});
+
+export const deletesQueued = new Counter({
+  name: 'netlease_cni_deletes_queued_total',
+  help: 'DELs the node agent queued on disk because Temporal did not answer (they succeed at once).',
+  registers: [agentRegistry],
+});
+
+export const queuedDeletesApplied = new Counter({
+  name: 'netlease_cni_queued_deletes_applied_total',
+  help: 'Queued DELs applied from the on-disk queue (queued by the shim while the agent was away, or by the agent).',
+  registers: [agentRegistry],
+});
+
+export const queuedDeletesDropped = new Counter({
+  name: 'netlease_cni_queued_deletes_dropped_total',
+  help: 'Queued DEL files that could not be read and were removed.',
+  registers: [agentRegistry],
+});
+
+export const deleteQueueLength = new Gauge({
+  name: 'netlease_cni_delete_queue_length',
+  help: 'DELs waiting in the on-disk queue after the last drain (every 5 s).',
+  registers: [agentRegistry],
+});
+
+export const preProduced = new Counter({
+  name: 'netlease_preproduced_leases_total',
+  help: 'Pre-produce starts for pods bound to this node: started (now, or already running), closed (ran before; not restarted).',
+  labelNames: ['result'] as const,
+  registers: [agentRegistry],
+});
