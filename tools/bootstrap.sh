@@ -11,13 +11,15 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 
 # The dataplane uses iproute2 and nsenter; the ptp tests ping between namespaces; the mTLS test
-# makes certificates with openssl and puts nginx (a TLS-terminating gRPC proxy) before Temporal.
+# makes certificates with openssl and puts nginx (a TLS-terminating gRPC proxy) before Temporal;
+# the UI test drives the Temporal Web UI with playwright-core in Debian's chromium.
 missing=""
 command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
 command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
 command -v ping >/dev/null 2>&1 || missing="$missing iputils-ping"
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing="$missing nginx"
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages:$missing (install them as root, then run this again)"
