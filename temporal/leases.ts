@@ -12,12 +12,38 @@ export const podRef = (start: LeaseStart): string =>
 const summaryOf = (start: LeaseStart) =>
   `${podRef(start)} ${start.ifName} on ${start.nodeName}`.slice(0, 200);
 
+/** Inline markdown code; a backtick in a value (a UID from CNI_ARGS can hold one) would end it. */
+const code = (value: string) => `\`${value.replace(/`/g, "'")}\``;
+
+const MODE_NOTE: Record<LeaseStart['mode'], string> = {
+  ptp: 'the node agent makes the interface',
+  ipam: 'addresses only, the main plugin makes the interface',
+};
+
+/**
+ * The lease's "Details" in the UI (markdown, fixed at start; the UI's panel shows about four
+ * lines, so four short bullets): what the lease is for, and what an operator can send it.
+ */
+export function staticDetailsOf(start: LeaseStart): string {
+  const pod = start.podName
+    ? `${code(`${start.podNamespace}/${start.podName}`)} · UID ${code(start.podUid)}`
+    : `UID ${code(start.podUid)} (no pod name: made by hand)`;
+  const network = start.network ? ` · **Network** ${code(start.network)}` : '';
+  return [
+    `- **Pod** ${pod}`,
+    `- **Node** ${code(start.nodeName)} · **Interface** ${code(start.ifName)} · **Pool** ${code(start.pool)}`,
+    `- **Mode** ${code(start.mode)}: ${MODE_NOTE[start.mode]}${network}`,
+    '- **Signals** `retry` (no input), `release` `{"reason":"manual"}`',
+  ].join('\n');
+}
+
 export function leaseStartOptions(taskQueue: string, start: LeaseStart) {
   return {
     workflowId: leaseWorkflowId(start.podUid, start.ifName),
     taskQueue,
     args: [start] as [LeaseStart],
     staticSummary: summaryOf(start),
+    staticDetails: staticDetailsOf(start),
     typedSearchAttributes: [
       { key: PodUID, value: start.podUid },
       { key: PodRef, value: podRef(start) },

@@ -12,7 +12,8 @@ fi
 
 # The dataplane uses iproute2 and nsenter; the ptp tests ping between namespaces; the mTLS test
 # makes certificates with openssl and puts nginx (a TLS-terminating gRPC proxy) before Temporal;
-# the metrics test checks the exposition with promtool and scrapes it with a real Prometheus.
+# the metrics test checks the exposition with promtool and scrapes it with a real Prometheus;
+# the UI test drives the Temporal Web UI with playwright-core in Debian's chromium.
 missing=""
 command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
 command -v nsenter >/dev/null 2>&1 || missing="$missing util-linux"
@@ -20,6 +21,7 @@ command -v ping >/dev/null 2>&1 || missing="$missing iputils-ping"
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing="$missing nginx"
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || missing="$missing prometheus"
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages:$missing (install them as root, then run this again)"

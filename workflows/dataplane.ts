@@ -14,6 +14,13 @@ import { leaseWorkflowId } from '../domain/ids';
 import type { ActivatedLinks, Attachment, LeaseStart } from '../domain/lease';
 import { routesFor } from '../domain/routes';
 
+/** An activity's summary in the UI: one line, bounded (a netns path can be 4 KiB). */
+export const summary = (text: string): string => (text.length > 200 ? `${text.slice(0, 199)}…` : text);
+
+/** `198.18.0.5/26, fd00:18::5/120`: what a step configures or gives back. */
+export const addressList = (addresses: AddressGrant[]): string =>
+  addresses.map((a) => `${a.address}/${a.prefixLength}`).join(', ');
+
 const input = (start: LeaseStart, attachment: Attachment, addresses: AddressGrant[]): AttachmentInput => ({
   leaseId: leaseWorkflowId(start.podUid, start.ifName),
   start,
@@ -46,7 +53,11 @@ export async function activateOnNode(
     },
   });
   return activateAttachment.executeWithOptions(
-    { summary: `activate ${attachment.ifName} in ${attachment.netns}` },
+    {
+      summary: summary(
+        `activate: ${attachment.ifName} with ${addressList(addresses)} in ${attachment.netns || 'the runtime'}`,
+      ),
+    },
     [input(start, attachment, addresses)],
   );
 }
@@ -60,7 +71,8 @@ export async function deactivateOnNode(start: LeaseStart, attachment: Attachment
     scheduleToCloseTimeout: '1 hour',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });
-  await deactivateAttachment.executeWithOptions({ summary: `deactivate ${attachment.ifName}` }, [
-    input(start, attachment, addresses),
-  ]);
+  await deactivateAttachment.executeWithOptions(
+    { summary: summary(`deactivate: remove ${attachment.ifName} of ${attachment.containerId.slice(0, 12)}`) },
+    [input(start, attachment, addresses)],
+  );
 }

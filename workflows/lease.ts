@@ -31,8 +31,8 @@ import {
   type ReleaseRequest,
 } from '../domain/lease';
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
-import { activateOnNode, deactivateOnNode } from './dataplane';
-import { describe, toApplicationFailure } from './failures';
+import { activateOnNode, addressList, deactivateOnNode, summary } from './dataplane';
+import { causeOf, describe, toApplicationFailure } from './failures';
 import {
   consumeUpdate,
   deactivateUpdate,
@@ -87,12 +87,21 @@ class Lease {
     setHandler(deactivateUpdate, (request) => this.deactivateSandbox(request), {
       validator: validated(DeactivateSchema, 'deactivate'),
     });
-    setHandler(podRunningSignal, () => this.confirmRunning());
-    setHandler(releaseSignal, (request) => {
-      this.releaseRequest ??= ReleaseSchema.parse(request);
+    // Descriptions: what the UI's Signal form and Queries tab (workflow metadata) offer an operator.
+    setHandler(podRunningSignal, () => this.confirmRunning(), {
+      description: 'Sent by netlease when the pod is Running (not for operators).',
     });
-    setHandler(retrySignal, () => this.retryParked());
-    setHandler(leaseStateQuery, () => this.state);
+    setHandler(
+      releaseSignal,
+      (request) => {
+        this.releaseRequest ??= ReleaseSchema.parse(request);
+      },
+      { description: 'Release the lease: deactivate and return its addresses. Input: {"reason":"manual"}' },
+    );
+    setHandler(retrySignal, () => this.retryParked(), {
+      description: 'Run a parked (ActivationFailed) activation again with a fresh budget. No input.',
+    });
+    setHandler(leaseStateQuery, () => this.state, { description: 'The whole lease state.' });
   }
 
   /** produce: reserve the addresses for this pod. A release meanwhile cancels it. */
@@ -100,13 +109,22 @@ class Lease {
     setCurrentDetails(`Producing: reserving addresses on node ${this.start.nodeName}`);
     try {
       const produced = await this.cancelledByRelease(() =>
-        produceAddresses({
-          leaseId: this.leaseId,
-          run: workflowInfo().runId,
-          podUid: this.start.podUid,
-          nodeName: this.start.nodeName,
-          pool: this.start.pool,
-        }),
+        produceAddresses.executeWithOptions(
+          {
+            summary: summary(
+              `produce: reserve addresses from pool ${this.start.pool} on node ${this.start.nodeName}`,
+            ),
+          },
+          [
+            {
+              leaseId: this.leaseId,
+              run: workflowInfo().runId,
+              podUid: this.start.podUid,
+              nodeName: this.start.nodeName,
+              pool: this.start.pool,
+            },
+          ],
+        ),
       );
       this.state.addresses = produced.addresses;
       this.policy = produced.activation;
@@ -181,12 +199,20 @@ class Lease {
     }
   }
 
+  /**
+   * The budget is spent. The current details (markdown in the UI) lead with the cause and the
+   * remedy, then say what is kept; `lastError` keeps the whole error for the CNI result.
+   */
   private park(attachment: Attachment, err: unknown): void {
     attachment.status = 'parked';
     this.state.lastError = describe(err);
+    const kept = this.state.addresses.map((a) => `\`${a.address}/${a.prefixLength}\``).join(', ');
+    const budget = this.policy ? `its budget of ${this.policy.maximumAttempts} attempts` : 'its budget';
     this.enter(
       'ActivationFailed',
-      `retries spent; last error: ${this.state.lastError}; send the "retry" signal to try again`,
+      `${causeOf(err)}. Remedy: fix that, then send the \`retry\` signal (no input) to activate ` +
+        `${attachment.ifName} again with a fresh budget. Activation spent ${budget}` +
+        `${kept ? `; ${kept} stay reserved for the pod` : ''}.`,
     );
   }
 
@@ -240,12 +266,21 @@ class Lease {
       for (const attachment of this.state.attachments) await this.deactivate(attachment);
     }
     this.state.attachments = [];
-    await returnAddresses({
-      leaseId: this.leaseId,
-      run: workflowInfo().runId,
-      nodeName: this.start.nodeName,
-      pool: this.start.pool,
-    });
+    await returnAddresses.executeWithOptions(
+      {
+        summary: summary(
+          `return: give ${addressList(this.state.addresses) || 'the reservation'} back to pool ${this.start.pool}`,
+        ),
+      },
+      [
+        {
+          leaseId: this.leaseId,
+          run: workflowInfo().runId,
+          nodeName: this.start.nodeName,
+          pool: this.start.pool,
+        },
+      ],
+    );
     this.enter('Released', `${request.reason}; addresses returned`);
   }
 

@@ -103,7 +103,7 @@ test('003 budget spent: ActivationFailed with the error, address kept, ADD gets 
   expect(state.attachments.map((a) => a.status)).toEqual(['parked']);
   expect(state.lastError).toMatch(/eth0 in .* exists and is not netlease's/);
   expect(await currentDetails(ctx.temporal.client, leaseWorkflowId(uid, 'eth0'))).toMatch(
-    /^ActivationFailed: .*not netlease's.*"retry" signal/,
+    /^ActivationFailed: eth0 in .* exists and is not netlease's .*Remedy: .*`retry` signal/,
   );
   const attributes = await waitForValue(
     async () => (await handleOf(uid).describe()).typedSearchAttributes.get(LeasePhase),
