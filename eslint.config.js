@@ -83,6 +83,31 @@ module.exports = tseslint.config(
   },
   { files: ['activities/**/*.ts'], rules: layer(['worker', 'cni', 'tools']) },
   { files: ['cni/**/*.ts'], rules: layer(['activities', 'worker', 'tools']) },
+  // The operator's CLI: domain, workflows/*-messages, temporal, kubernetes, worker/config-file.
+  {
+    files: ['cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                ...['activities', 'kernel', 'cni', 'tools'].flatMap((f) => [`**/${f}/**`, `**/${f}`]),
+                '**/workflows/*',
+                '!**/workflows/*-messages',
+                '**/worker/*',
+                '!**/worker/config-file',
+                '!@*/**',
+              ],
+              message:
+                'The CLI imports domain, workflows/*-messages, temporal, kubernetes and worker/config-file only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // Workflows get replay-safe Date and Math.random from the sandbox; domain code takes time as input.
   {
     files: ['domain/**/*.ts'],

@@ -193,3 +193,46 @@ export function idleBlocks(table: AllocationTable, incarnation: string): Block[]
   ]);
   return table.blocks.filter((b) => b.incarnation === incarnation && !busy.has(b.cidr));
 }
+
+export interface BlockUsage {
+  block: string;
+  incarnation: string;
+  /** Addresses the block can hand out: usable, not the gateway, not excluded. */
+  capacity: number;
+  used: number;
+  /** Returned addresses still cooling down at `now`. */
+  cooling: number;
+  free: number;
+}
+
+/** How full each block of a node's table is at `now` (for operators). */
+export function blockUsage(table: AllocationTable, pool: PoolSpec, now: number): BlockUsage[] {
+  return table.blocks.map((block) => {
+    const prefix = parsePrefix(block.cidr);
+    const { first, last } = usableRange(prefix);
+    let capacity = last >= first ? last - first + 1n : 0n;
+    const gateway = gatewayOf(pool, prefix);
+    if (gateway !== undefined && gateway >= first && gateway <= last) capacity--;
+    for (const [lo, hi] of exclusionRanges(pool, prefix.family)) {
+      const [a, b] = [lo > first ? lo : first, hi < last ? hi : last];
+      if (a <= b) capacity -= b - a + 1n - (gateway !== undefined && gateway >= a && gateway <= b ? 1n : 0n);
+    }
+    const inBlock = (address: string) => {
+      const parsed = parseAddress(address);
+      return contains(prefix, parsed.family, parsed.value);
+    };
+    const used = Object.values(table.allocations).filter((a) => a.block === block.cidr).length;
+    const cooling = Object.entries(table.cooldowns).filter(
+      ([address, until]) => until > now && inBlock(address),
+    ).length;
+    const total = Number(capacity);
+    return {
+      block: block.cidr,
+      incarnation: block.incarnation,
+      capacity: total,
+      used,
+      cooling,
+      free: Math.max(0, total - used - cooling),
+    };
+  });
+}
