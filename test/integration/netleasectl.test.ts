@@ -28,9 +28,11 @@ const v4 = (pod: string) => grants[pod]?.find((g) => g.family === 4)?.address ??
 
 /** Runs the real CLI with the scenario's connection flags; stdin is a pipe (not a terminal). */
 function ctl(...args: string[]): Promise<Finished> {
-  return runToEnd('node', [
-    CLI,
-    ...args,
+  return runToEnd('node', [CLI, ...args, ...connection()]);
+}
+
+function connection(): string[] {
+  return [
     '--address',
     temporalAddress(),
     '--task-queue',
@@ -39,7 +41,15 @@ function ctl(...args: string[]): Promise<Finished> {
     kubeconfigPath(),
     '--ui',
     'http://ui.example:8233',
-  ]);
+  ];
+}
+
+/** The CLI on a terminal: `script` gives it a pseudo-terminal and types `input` into it. */
+function ctlOnTerminal(input: string, ...args: string[]): Promise<Finished> {
+  const command = ['node', CLI, ...args, ...connection()]
+    .map((a) => `'${a.replace(/'/g, "'\\''")}'`)
+    .join(' ');
+  return runToEnd('script', ['-qec', command, '/dev/null'], { input });
 }
 
 async function json<T>(...args: string[]): Promise<T> {
@@ -252,6 +262,21 @@ test('release: refuses without --yes and a terminal, releases with --yes', async
   expect(released.stdout).toContain('release sent to');
   const state = await scenario.waitForPhase(uids.b as string, 'Released');
   expect(state.releaseReason).toBe('netleasectl: operator test');
+});
+
+test('release on a terminal asks first: "n" keeps the lease, "y" releases it', async () => {
+  const ns = scenario.cluster.namespace;
+  const kept = await ctlOnTerminal('n\n', 'release', `${ns}/d`, '--reason', 'operator test');
+  expect(kept.stdout).toContain(`pod ${ns}/d (uid ${uids.d}) exists; releasing`);
+  expect(kept.stdout).toContain('Release? [y/N]');
+  expect(kept.stdout).toContain('not released');
+  expect(kept.exitCode).toBe(1);
+  expect((await scenario.leaseState(uids.d as string)).phase).toBe('Active');
+
+  const released = await ctlOnTerminal('y\n', 'release', `${ns}/d`, '--reason', 'operator test');
+  expect(released.stdout).toContain('release sent to');
+  expect(released.exitCode).toBe(0);
+  await scenario.waitForPhase(uids.d as string, 'Released');
 });
 
 test('check fails, naming each problem, on real inconsistencies', async () => {
