@@ -7,6 +7,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** A request refused as given (exit 2 too), e.g. a release that needs --yes without a terminal. */
+export class Refused extends UsageError {
+  override name = 'Refused';
+}
+
 /** An operation that did not happen (exit 1), as opposed to a usage error (exit 2). */
 export class OperationError extends Error {
   override name = 'OperationError';

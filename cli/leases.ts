@@ -33,6 +33,7 @@ export function leasesCommand(line: CommandLine): Run {
       ...(phase ? { LeasePhase: phase } : {}),
       ...(pod ? { PodRef: pod } : {}),
     });
+    executions.sort((x, y) => x.podRef.localeCompare(y.podRef) || x.ifName.localeCompare(y.ifName));
     const states = await mapLimited(executions, 16, (e) => leaseState(context, e));
     const rows = executions.map((e, i) => ({
       workflowId: e.workflowId,

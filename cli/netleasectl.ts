@@ -3,7 +3,7 @@
 // nodes from Kubernetes for `check` and `release`); changes something only on `retry` and
 // `release`. Exit codes: 0 ok, 1 a problem found or an operation failed, 2 a usage error.
 import { ConfigError } from '../domain/config';
-import { OperationError, parseCommandLine, UsageError, type CommandLine } from './args';
+import { OperationError, parseCommandLine, Refused, UsageError, type CommandLine } from './args';
 import { checkCommand } from './check';
 import { connect, type Context, type Run } from './context';
 import { ipCommand } from './ip';
@@ -74,7 +74,7 @@ export async function main(argv: string[]): Promise<number> {
 function fail(err: unknown): number {
   if (err instanceof UsageError || err instanceof ConfigError) {
     process.stderr.write(
-      `netleasectl: ${err.message}\n${err instanceof UsageError ? 'run "netleasectl --help" for usage\n' : ''}`,
+      `netleasectl: ${err.message}\n${err instanceof UsageError && !(err instanceof Refused) ? 'run "netleasectl --help" for usage\n' : ''}`,
     );
     return 2;
   }

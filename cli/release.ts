@@ -4,7 +4,7 @@
 import { createInterface } from 'node:readline/promises';
 import { z } from 'zod';
 import { signalRelease } from '../temporal/signals';
-import { argument, OperationError, onlyOptions, positionals, UsageError, type CommandLine } from './args';
+import { argument, OperationError, onlyOptions, positionals, Refused, type CommandLine } from './args';
 import type { Context, Run } from './context';
 import { emit } from './output';
 import { resolveLease, LeaseRefSchema } from './resolve';
@@ -55,7 +55,7 @@ export function releaseCommand(line: CommandLine): Run {
           ? `pod ${lease.podRef} (uid ${lease.podUid}) exists`
           : `cannot tell whether pod ${lease.podRef} (uid ${lease.podUid}) exists (no kubeconfig)`;
       if (!process.stdin.isTTY)
-        throw new UsageError(
+        throw new Refused(
           `${what}: refusing to release ${lease.workflowId} without a terminal to ask on; pass --yes to release it anyway`,
         );
       if (

@@ -130,6 +130,10 @@ test('leases: a table row per open lease, filters, -o json', async () => {
   ]);
   expect(await json<LeaseRow[]>('leases', '--node', 'no-such-node')).toEqual([]);
   expect((await json<LeaseRow[]>('leases', '--node', node)).length).toBe(3);
+  const releasedText = await ctl('leases', '--phase', 'Released');
+  expect(releasedText.stdout.trim().split('\n')[1]).toMatch(
+    new RegExp(`^${ns}/c\\s+eth0\\s+${node}\\s+Released\\s`),
+  );
   const released = await json<LeaseRow[]>('leases', '--phase', 'Released');
   expect(released.map((r) => [r.pod, r.phase])).toEqual([[`${ns}/c`, 'Released']]);
   expect((await json<LeaseRow[]>('leases', '--phase', 'Running')).length).toBe(0);
@@ -231,6 +235,13 @@ test('nodes and pools: incarnation, blocks, used/free/cooling', async () => {
   ]);
   expect(pools[0]?.blocks).toHaveLength(2);
 
+  const poolsText = await ctl('pools');
+  expect(poolsText.stdout).toMatch(
+    new RegExp(
+      `^POOL\\s+CIDRS\\s+BLOCKS\\s+NODES\\s+USED\\s+FREE\\s+COOLING\\n${scenario.temporal.taskQueue}\\s+198\\.18\\.0\\.0/16,fd00:18::/64\\s+2\\s+1\\s+6\\s`,
+    ),
+  );
+
   const text = await ctl('nodes');
   expect(text.stdout).toMatch(
     new RegExp(`^NODE\\s+INCARNATION\\s+RETIRED\\s+BLOCKS\\s+USED\\s+FREE\\s+COOLING\\n${node}\\s`),
@@ -255,6 +266,7 @@ test('release: refuses without --yes and a terminal, releases with --yes', async
   expect(refused.exitCode).toBe(2);
   expect(refused.stderr).toContain(`pod ${ns}/b (uid ${uids.b}) exists: refusing to release`);
   expect(refused.stderr).toContain('pass --yes');
+  expect(refused.stderr).not.toContain('--help');
   expect((await scenario.leaseState(uids.b as string)).phase).toBe('Active');
 
   const released = await ctl('release', `${ns}/b`, '--reason', 'operator test', '--yes');
