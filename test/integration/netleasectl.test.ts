@@ -3,6 +3,11 @@
 // that passes, then fails on real inconsistencies (a pod deleted with watchers off, an allocation
 // loaded for an owner that is no lease).
 import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { consumeLease } from '../../cni/consume';
+import { DataplaneFailure, nodeTaskQueue } from '../../domain/dataplane';
+import type { ActivatedLinks } from '../../domain/lease';
 import type { AddressGrant } from '../../domain/allocation';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { signalRelease } from '../../temporal/signals';
@@ -11,7 +16,7 @@ import { loadAllocationUpdate } from '../../workflows/node-messages';
 import { kubeconfigPath } from '../harness/kube';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
-import { temporalAddress, uniqueName } from '../harness/temporal';
+import { quietRuntime, temporalAddress, uniqueName } from '../harness/temporal';
 
 const CLI = join(__dirname, '..', '..', 'cli', 'netleasectl.js');
 
@@ -259,6 +264,76 @@ test('retry of a lease that is not parked says so and exits 1', async () => {
   expect(run.exitCode).toBe(1);
   expect(run.stderr).toContain('is Active, not parked in ActivationFailed: nothing to retry');
 });
+
+test('retry: a parked lease (its activation failed) is listed with its error and activates again', async () => {
+  const { cluster, temporal } = scenario;
+  const parkNode = uniqueName('ctl-park');
+  await cluster.createNode(parkNode);
+  const uid = await cluster.createPod('p', parkNode);
+  // The node agent's task queue served by a test double: activation fails until `failing` is off.
+  let failing = true;
+  quietRuntime();
+  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: nodeTaskQueue(parkNode),
+    activities: {
+      async activateAttachment(): Promise<ActivatedLinks> {
+        if (failing)
+          throw ApplicationFailure.nonRetryable('test: the netns is gone', DataplaneFailure.invalidInput);
+        return {
+          host: { name: 'nlh-test', mac: '02:00:00:00:00:01' },
+          container: { name: 'eth0', mac: '02:00:00:00:00:02', sandbox: '/var/run/netns/p' },
+        };
+      },
+      async deactivateAttachment(): Promise<void> {},
+    },
+  });
+  const running = worker.run();
+  try {
+    const start = {
+      podUid: uid,
+      podNamespace: cluster.namespace,
+      podName: 'p',
+      ifName: 'eth0',
+      nodeName: parkNode,
+      pool: temporal.taskQueue,
+      mode: 'ptp' as const,
+    };
+    const consume = { containerId: 'ctr-park', netns: '/var/run/netns/p', ifName: 'eth0' };
+    await expect(consumeLease(temporal.client, temporal.taskQueue, start, consume)).rejects.toThrow();
+    await scenario.waitForPhase(uid, 'ActivationFailed');
+
+    const parked = await ctl('leases', '--phase', 'ActivationFailed');
+    expect(parked.stdout.trim().split('\n')[1]).toMatch(
+      new RegExp(`^${cluster.namespace}/p\\s+eth0\\s+${parkNode}\\s+ActivationFailed\\s`),
+    );
+    const [row] = await json<LeaseRow[]>('leases', '--phase', 'ActivationFailed');
+    expect(row?.lastError).toContain('test: the netns is gone');
+    failing = false;
+    const retried = await ctl('retry', `${cluster.namespace}/p`);
+    expect(retried.stdout).toContain(`retry sent to ${leaseWorkflowId(uid, 'eth0')}: 1 parked attachment(s)`);
+    expect(retried.exitCode).toBe(0);
+    const state = await scenario.waitForPhase(uid, 'Active');
+    expect(state.attachments).toEqual([
+      expect.objectContaining({ containerId: 'ctr-park', status: 'active' }),
+    ]);
+    const view = await json<LeaseView>('lease', `${cluster.namespace}/p`);
+    expect(view.phases.map((p) => p.phase)).toEqual([
+      'Producing',
+      'Produced',
+      'Consumed',
+      'Activating',
+      'ActivationFailed',
+      'Activating',
+      'Active',
+    ]);
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+  }
+}, 120_000);
 
 test('release: refuses without --yes and a terminal, releases with --yes', async () => {
   const ns = scenario.cluster.namespace;
