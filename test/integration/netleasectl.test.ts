@@ -2,6 +2,8 @@
 // through the control worker, one released, then every command's real output, a consistency check
 // that passes, then fails on real inconsistencies (a pod deleted with watchers off, an allocation
 // loaded for an owner that is no lease).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -251,6 +253,23 @@ test('nodes and pools: incarnation, blocks, used/free/cooling', async () => {
   expect(text.stdout).toMatch(
     new RegExp(`^NODE\\s+INCARNATION\\s+RETIRED\\s+BLOCKS\\s+USED\\s+FREE\\s+COOLING\\n${node}\\s`),
   );
+});
+
+test('connection settings from the control config (--config or NETLEASE_CONFIG); a bad one names the file', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netleasectl-'));
+  const file = join(dir, 'control.json');
+  writeFileSync(file, JSON.stringify(scenario.config));
+  const env = { ...process.env, NETLEASE_CONFIG: file };
+  const byEnv = await runToEnd('node', [CLI, 'leases', '--node', node], { env });
+  expect(byEnv.exitCode).toBe(0);
+  expect(byEnv.stdout.trim().split('\n')).toHaveLength(4);
+  const byFlag = await runToEnd('node', [CLI, 'check', '--config', file]);
+  expect(byFlag.stdout).toContain('checked pods: 3 open leases'); // the config's kubeconfig
+  expect(byFlag.exitCode).toBe(0);
+  const missing = await runToEnd('node', [CLI, 'nodes', '--config', join(dir, 'nope.yaml')]);
+  expect(missing.exitCode).toBe(2);
+  expect(missing.stderr).toContain(`cannot read config ${join(dir, 'nope.yaml')}`);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test('check passes on a consistent cluster', async () => {
