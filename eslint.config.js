@@ -88,6 +88,31 @@ module.exports = tseslint.config(
     files: ['observability/**/*.ts'],
     rules: layer(['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools']),
   },
+  // The operator's CLI: domain, workflows/*-messages, temporal, kubernetes, worker/config-file.
+  {
+    files: ['cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                ...['activities', 'kernel', 'cni', 'tools'].flatMap((f) => [`**/${f}/**`, `**/${f}`]),
+                '**/workflows/*',
+                '!**/workflows/*-messages',
+                '**/worker/*',
+                '!**/worker/config-file',
+                '!@*/**',
+              ],
+              message:
+                'The CLI imports domain, workflows/*-messages, temporal, kubernetes and worker/config-file only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // Workflows get replay-safe Date and Math.random from the sandbox; domain code takes time as input.
   {
     files: ['domain/**/*.ts'],

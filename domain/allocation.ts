@@ -194,12 +194,24 @@ export function idleBlocks(table: AllocationTable, incarnation: string): Block[]
   return table.blocks.filter((b) => b.incarnation === incarnation && !busy.has(b.cidr));
 }
 
+/** How full one block of a node's table is (operators: the CLI's nodes and pools). */
+export interface BlockUsage {
+  block: string;
+  incarnation: string;
+  family: Family;
+  /** Addresses the block can hand out: usable, not the gateway, not excluded. */
+  capacity: number;
+  used: number;
+  /** Returned addresses still cooling down at `now`. */
+  cooling: number;
+  free: number;
+}
+
+/** The same per family across a node's blocks of one pool (metrics). */
 export interface AddressUsage {
   family: Family;
-  /** Addresses that can be handed out at all: usable, not a gateway, not excluded. */
   total: number;
   used: number;
-  /** Released and not yet reusable (cooldown). */
   cooling: number;
   free: number;
 }
@@ -220,26 +232,48 @@ function overlapCount(first: bigint, last: bigint, ranges: Array<[bigint, bigint
   return count;
 }
 
+const toCount = (n: bigint): number =>
+  n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(n);
+
 /**
- * What a node's table holds per family for one pool, counted the way `allocate` picks: an address
- * is free when it is usable, not the gateway, not excluded, not held and not cooling at `now`.
+ * How full each block of a node's table is at `now`, counted the way `allocate` picks: an address
+ * is free when it is usable, not the gateway, not excluded, not held and not cooling.
  */
-export function addressUsage(table: AllocationTable, pool: PoolSpec, now: number): AddressUsage[] {
-  return poolFamilies(pool).map((family) => {
-    let total = 0n;
-    for (const block of table.blocks.filter((b) => b.family === family)) {
-      const prefix = parsePrefix(block.cidr);
-      const { first, last } = usableRange(prefix);
-      const excluded = exclusionRanges(pool, family);
-      const gateway = gatewayOf(pool, prefix);
-      if (gateway !== undefined && gateway >= first && gateway <= last) excluded.push([gateway, gateway]);
-      total += last - first + 1n - overlapCount(first, last, excluded);
-    }
-    const used = Object.values(table.allocations).filter((a) => a.family === family).length;
+export function blockUsage(table: AllocationTable, pool: PoolSpec, now: number): BlockUsage[] {
+  return table.blocks.map((block) => {
+    const prefix = parsePrefix(block.cidr);
+    const { first, last } = usableRange(prefix);
+    const excluded = exclusionRanges(pool, prefix.family);
+    const gateway = gatewayOf(pool, prefix);
+    if (gateway !== undefined && gateway >= first && gateway <= last) excluded.push([gateway, gateway]);
+    const capacity = toCount(last - first + 1n - overlapCount(first, last, excluded));
+    const inBlock = (address: string) => {
+      const parsed = parseAddress(address);
+      return contains(prefix, parsed.family, parsed.value);
+    };
+    const used = Object.values(table.allocations).filter((a) => a.block === block.cidr).length;
     const cooling = Object.entries(table.cooldowns).filter(
-      ([address, until]) => until > now && parseAddress(address).family === family,
+      ([address, until]) => until > now && inBlock(address),
     ).length;
-    const capped = total > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(total);
-    return { family, total: capped, used, cooling, free: Math.max(0, capped - used - cooling) };
+    const free = Math.max(0, capacity - used - cooling);
+    return {
+      block: block.cidr,
+      incarnation: block.incarnation,
+      family: prefix.family,
+      capacity,
+      used,
+      cooling,
+      free,
+    };
+  });
+}
+
+/** blockUsage summed per family of the pool. */
+export function addressUsage(table: AllocationTable, pool: PoolSpec, now: number): AddressUsage[] {
+  const blocks = blockUsage(table, pool, now);
+  return poolFamilies(pool).map((family) => {
+    const mine = blocks.filter((b) => b.family === family);
+    const sum = (key: 'capacity' | 'used' | 'cooling' | 'free') => mine.reduce((n, b) => n + b[key], 0);
+    return { family, total: sum('capacity'), used: sum('used'), cooling: sum('cooling'), free: sum('free') };
   });
 }

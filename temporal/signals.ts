@@ -3,7 +3,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { NodeDecision, PodDecision } from '../domain/cluster-decisions';
 import { nodeWorkflowId } from '../domain/ids';
-import { podRunningSignal, releaseSignal } from '../workflows/lease-messages';
+import { podRunningSignal, releaseSignal, retrySignal } from '../workflows/lease-messages';
 import { nodeDeletedSignal, nodeObservedSignal } from '../workflows/node-messages';
 
 async function ignoringClosed(send: () => Promise<void>): Promise<boolean> {
@@ -59,3 +59,7 @@ export async function applyNodeDecision(
   const observed = decision.observed ? await signalNodeObserved(client, nodeName, decision.observed) : false;
   return { deleted, observed };
 }
+
+/** Runs a parked activation again (the lease ignores it when nothing is parked). */
+export const signalRetry = (client: Client, leaseId: string) =>
+  ignoringClosed(() => client.workflow.getHandle(leaseId).signal(retrySignal));

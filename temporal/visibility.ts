@@ -54,3 +54,65 @@ export const leasesOfPod = (client: Client, taskQueue: string, podUid: string) =
 
 export const leasesOfNode = (client: Client, taskQueue: string, nodeName: string) =>
   knownLeases(client, taskQueue, ` AND NodeName = '${nodeName.replace(/'/g, '')}'`);
+
+/** A lease workflow run as visibility lists it, open or closed (for operators). */
+export interface LeaseExecution {
+  workflowId: string;
+  runId: string;
+  open: boolean;
+  startTime: Date;
+  closeTime?: Date;
+  podUid: string;
+  podRef: string;
+  ifName: string;
+  nodeName: string;
+  phase: string;
+  addresses: string[];
+}
+
+const quoted = (value: string) => `'${value.replace(/['\\]/g, '')}'`;
+
+/** Lease runs on this task queue matching the conditions (search attribute → value), newest first. */
+export async function leaseExecutions(
+  client: Client,
+  taskQueue: string,
+  where: {
+    open?: boolean;
+    PodUID?: string;
+    PodRef?: string;
+    NodeName?: string;
+    LeasePhase?: string;
+    IPAddresses?: string;
+    WorkflowId?: string;
+  } = {},
+): Promise<LeaseExecution[]> {
+  const { open, ...attributes } = where;
+  const conditions = [`WorkflowType = 'leaseWorkflow'`, `TaskQueue = ${quoted(taskQueue)}`];
+  if (open !== undefined)
+    conditions.push(open ? `ExecutionStatus = 'Running'` : `ExecutionStatus != 'Running'`);
+  for (const [key, value] of Object.entries(attributes))
+    if (value !== undefined) conditions.push(`${key} = ${quoted(value)}`);
+  const rows: LeaseExecution[] = [];
+  for await (const e of client.workflow.list({ query: conditions.join(' AND ') })) {
+    const a = e.searchAttributes as Record<string, unknown>;
+    rows.push({
+      workflowId: e.workflowId,
+      runId: e.runId,
+      open: e.status.name === 'RUNNING',
+      startTime: e.startTime,
+      ...(e.closeTime ? { closeTime: e.closeTime } : {}),
+      podUid: first(a.PodUID),
+      podRef: first(a.PodRef),
+      ifName: first(a.IfName),
+      nodeName: first(a.NodeName),
+      phase: first(a.LeasePhase),
+      addresses: Array.isArray(a.IPAddresses) ? a.IPAddresses.map(String) : [],
+    });
+  }
+  return rows.sort((x, y) => y.startTime.getTime() - x.startTime.getTime());
+}
+
+export function knownPools(client: Client, taskQueue: string): Promise<string[]> {
+  const query = `WorkflowType = 'poolWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = ${quoted(taskQueue)}`;
+  return openWorkflows(client, query, (workflowId) => workflowId);
+}

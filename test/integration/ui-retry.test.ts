@@ -83,7 +83,7 @@ beforeAll(async () => {
   worker = await runControlWorker(config);
   const host = await makeNetns('host');
   agent = await runNodeAgent(node, host.name, { address: server.address });
-  cni = await serveCniApi({ socket: cniSocket, deleteQueue, log: silentLog });
+  cni = await serveCniApi({ socket: cniSocket, deleteQueue, log: silentLog() });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }, 90_000);
 

@@ -1,0 +1,144 @@
+// `netleasectl check`, the calicoctl-ipam-check of netlease: every address held by exactly one
+// open lease, every open lease's pod there by UID (a quorum read), every block owned by a live
+// incarnation. Reads only; exit 1 when it finds a problem.
+import { leaseExecutions } from '../temporal/visibility';
+import { onlyOptions, positionals, type CommandLine } from './args';
+import type { Context, Run } from './context';
+import { emit } from './output';
+import { readNodes, readPools } from './nodes';
+
+interface Finding {
+  check: 'addresses' | 'pods' | 'blocks';
+  problem: string;
+}
+
+export function checkCommand(line: CommandLine): Run {
+  onlyOptions(line, []);
+  positionals(line, []);
+  return async (context: Context) => {
+    const problems: Finding[] = [];
+    const notes: string[] = [];
+    const [leases, nodes, pools] = await Promise.all([
+      leaseExecutions(context.client, context.taskQueue, { open: true }),
+      readNodes(context),
+      readPools(context),
+    ]);
+    const openLeases = new Map(leases.map((l) => [l.workflowId, l]));
+
+    // Addresses: every allocation's owner is an open lease, no address is held twice, and each
+    // open lease's addresses are allocated to it.
+    const holders = new Map<string, string[]>();
+    let allocations = 0;
+    for (const node of nodes) {
+      if (node.error)
+        problems.push({
+          check: 'addresses',
+          problem: `node/${node.name}: state query failed: ${node.error}`,
+        });
+      for (const [pool, t] of Object.entries(node.state?.tables ?? {})) {
+        for (const a of Object.values(t.allocations)) {
+          allocations++;
+          holders.set(a.address, [
+            ...(holders.get(a.address) ?? []),
+            `${a.owner} (node ${node.name}, pool ${pool})`,
+          ]);
+          if (!openLeases.has(a.owner))
+            problems.push({
+              check: 'addresses',
+              problem: `${a.address} on node ${node.name} is held by ${a.owner}, which is not an open lease`,
+            });
+        }
+      }
+    }
+    for (const [address, owners] of holders)
+      if (owners.length > 1)
+        problems.push({
+          check: 'addresses',
+          problem: `${address} is held ${owners.length} times: ${owners.join('; ')}`,
+        });
+    const claimed = new Map<string, string[]>();
+    for (const lease of leases)
+      for (const address of lease.addresses)
+        claimed.set(address, [...(claimed.get(address) ?? []), lease.workflowId]);
+    for (const [address, owners] of claimed) {
+      if (owners.length > 1)
+        problems.push({
+          check: 'addresses',
+          problem: `${address} is claimed by ${owners.length} open leases: ${owners.join(', ')}`,
+        });
+      const held = holders.get(address) ?? [];
+      for (const owner of owners)
+        if (!held.some((h) => h.startsWith(`${owner} `)))
+          problems.push({
+            check: 'addresses',
+            problem: `${owner} lists ${address}, but no node has it allocated to that lease`,
+          });
+    }
+    notes.push(
+      `addresses: ${allocations} allocations on ${nodes.length} nodes, ${leases.length} open leases`,
+    );
+
+    // Pods: each open lease's pod exists by UID (a quorum list of all pods).
+    const cluster = await context.cluster();
+    const nodeUids = new Set<string>();
+    if (cluster) {
+      const pods = new Set((await cluster.listPods()).map((p) => p.uid));
+      for (const node of await cluster.listNodes()) nodeUids.add(node.metadata.uid);
+      for (const lease of leases)
+        if (!pods.has(lease.podUid))
+          problems.push({
+            check: 'pods',
+            problem: `${lease.workflowId} (pod ${lease.podRef}, phase ${lease.phase}) is open, but no pod has UID ${lease.podUid}`,
+          });
+      notes.push(`pods: ${leases.length} open leases checked against ${pods.size} pods (quorum list)`);
+    } else {
+      notes.push('pods: skipped (no kubeconfig: give --kubeconfig or a config with a kubernetes section)');
+    }
+
+    // Blocks: each node block and each pool block belongs to the node's current incarnation (or one
+    // being compensated), and with a cluster that incarnation is a Node that exists.
+    const byName = new Map(nodes.map((n) => [n.name, n]));
+    const live = (node: string, incarnation: string): string | undefined => {
+      const state = byName.get(node)?.state;
+      if (!state) return `node/${node} is not an open node workflow`;
+      if (state.retired[incarnation] !== undefined) return undefined; // being compensated
+      if (incarnation !== state.incarnation)
+        return `incarnation "${incarnation}" is not node ${node}'s current one ("${state.incarnation}")`;
+      if (cluster && incarnation && !nodeUids.has(incarnation)) return `no Node has UID ${incarnation}`;
+      return undefined;
+    };
+    let blocks = 0;
+    for (const node of nodes)
+      for (const b of node.blocks) {
+        blocks++;
+        const why = live(node.name, b.incarnation);
+        if (why) problems.push({ check: 'blocks', problem: `block ${b.block} of node ${node.name}: ${why}` });
+      }
+    for (const pool of pools) {
+      if (pool.error)
+        problems.push({ check: 'blocks', problem: `${pool.workflowId}: state query failed: ${pool.error}` });
+      for (const [block, owner] of Object.entries(pool.state?.blocks ?? {})) {
+        blocks++;
+        const why = live(owner.node, owner.incarnation);
+        if (why)
+          problems.push({
+            check: 'blocks',
+            problem: `block ${block} of ${pool.workflowId} (owner ${owner.node}): ${why}`,
+          });
+      }
+    }
+    notes.push(`blocks: ${blocks} block ownerships checked (nodes and pools)`);
+
+    emit(
+      context.output,
+      { ok: problems.length === 0, problems, checked: notes },
+      () =>
+        [
+          ...notes.map((n) => `checked ${n}`),
+          ...problems.map((p) => `PROBLEM [${p.check}] ${p.problem}`),
+          problems.length ? `${problems.length} problem(s) found` : 'OK: no problems found',
+        ].join('\n') + '\n',
+    );
+    return problems.length ? 1 : 0;
+  };
+}

@@ -1,0 +1,124 @@
+// What workflow histories say, for operators: a lease's phase changes (its LeasePhase upserts,
+// with event times) and a node's address allocations and releases (its update events), read
+// across every run of the node (continue-as-new).
+import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter, tsToMs } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import type { AddressGrant, Allocation } from '../domain/allocation';
+import { nodeWorkflowId } from '../domain/ids';
+
+type Payload = temporal.api.common.v1.IPayload;
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+const decode = (payload: Payload | null | undefined): unknown =>
+  payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
+
+const timeOf = (event: HistoryEvent): Date => new Date(tsToMs(event.eventTime));
+
+export interface PhaseChange {
+  phase: string;
+  at: Date;
+  addresses: string[];
+}
+
+/** The phases a lease run went through: its start's LeasePhase, then every upsert. */
+export async function leasePhaseHistory(
+  client: Client,
+  workflowId: string,
+  runId?: string,
+): Promise<PhaseChange[]> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const changes: PhaseChange[] = [];
+  let addresses: string[] = [];
+  for (const event of history.events ?? []) {
+    const fields =
+      event.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields ??
+      event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+    if (!fields) continue;
+    const ips = decode(fields.IPAddresses);
+    if (Array.isArray(ips)) addresses = ips.map(String);
+    const phase = decode(fields.LeasePhase);
+    if (typeof phase === 'string') changes.push({ phase, at: timeOf(event), addresses });
+  }
+  return changes;
+}
+
+/** One address event in a node's history: allocated to, released by, or loaded for an owner. */
+export interface AddressEvent {
+  kind: 'allocate' | 'release' | 'loadAllocation';
+  address: string;
+  owner: string;
+  at: Date;
+  runId: string;
+}
+
+interface Accepted {
+  name: string;
+  owner: string;
+  at: Date;
+}
+
+function ownerOf(name: string, arg: unknown): string {
+  if (typeof arg !== 'object' || arg === null) return '';
+  if (name === 'loadAllocation') return String((arg as { allocation?: Allocation }).allocation?.owner ?? '');
+  return String((arg as { owner?: unknown }).owner ?? '');
+}
+
+/** The address events of one node run, in history order. */
+function addressEventsOfRun(events: HistoryEvent[], runId: string): AddressEvent[] {
+  const accepted = new Map<string, Accepted>();
+  const found: AddressEvent[] = [];
+  for (const event of events) {
+    const acceptance = event.workflowExecutionUpdateAcceptedEventAttributes;
+    if (acceptance) {
+      const input = acceptance.acceptedRequest?.input;
+      const name = input?.name ?? '';
+      const arg = decode(input?.args?.payloads?.[0]);
+      accepted.set(String(event.eventId), { name, owner: ownerOf(name, arg), at: timeOf(event) });
+      if (name === 'loadAllocation') {
+        const address = (arg as { allocation?: Allocation }).allocation?.address;
+        if (address)
+          found.push({
+            kind: 'loadAllocation',
+            address,
+            owner: ownerOf(name, arg),
+            at: timeOf(event),
+            runId,
+          });
+      }
+      continue;
+    }
+    const completion = event.workflowExecutionUpdateCompletedEventAttributes;
+    if (!completion) continue;
+    const request = accepted.get(String(completion.acceptedEventId));
+    if (!request || (request.name !== 'allocate' && request.name !== 'release')) continue;
+    const grants = decode(completion.outcome?.success?.payloads?.[0]);
+    if (!Array.isArray(grants)) continue;
+    for (const grant of grants as AddressGrant[]) {
+      found.push({
+        kind: request.name,
+        address: grant.address,
+        owner: request.owner,
+        at: timeOf(event),
+        runId,
+      });
+    }
+  }
+  return found;
+}
+
+/** Every address event of node/<nodeName>, over all its runs (oldest first). */
+export async function nodeAddressEvents(client: Client, nodeName: string): Promise<AddressEvent[]> {
+  const workflowId = nodeWorkflowId(nodeName);
+  const runs: Array<{ runId: string; start: number }> = [];
+  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId.replace(/'/g, '')}'` })) {
+    runs.push({ runId: run.runId, start: run.startTime.getTime() });
+  }
+  runs.sort((a, b) => a.start - b.start);
+  const events: AddressEvent[] = [];
+  for (const run of runs) {
+    const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    events.push(...addressEventsOfRun(history.events ?? [], run.runId));
+  }
+  return events;
+}

@@ -1,0 +1,432 @@
+// netleasectl, the compiled CLI run as a process against the real servers: a node and pods ADDed
+// through the control worker, one released, then every command's real output, a consistency check
+// that passes, then fails on real inconsistencies (a pod deleted with watchers off, an allocation
+// loaded for an owner that is no lease).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { consumeLease } from '../../cni/consume';
+import { DataplaneFailure, nodeTaskQueue } from '../../domain/dataplane';
+import type { ActivatedLinks } from '../../domain/lease';
+import type { AddressGrant } from '../../domain/allocation';
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
+import { signalRelease } from '../../temporal/signals';
+import { runToEnd, type Finished } from '../../tools/processes';
+import { loadAllocationUpdate } from '../../workflows/node-messages';
+import { kubeconfigPath } from '../harness/kube';
+import { expectReplayed } from '../harness/replay';
+import { Scenario } from '../harness/scenario';
+import { quietRuntime, temporalAddress, uniqueName } from '../harness/temporal';
+
+const CLI = join(__dirname, '..', '..', 'cli', 'netleasectl.js');
+
+let scenario: Scenario;
+// Watchers off: a deleted pod keeps its lease open until the reconciler runs (hourly here), the
+// inconsistency `check` must find.
+beforeAll(async () => (scenario = await Scenario.create('ctl', { watch: false, reuseCooldownSeconds: 1 })));
+afterAll(async () => scenario?.close());
+
+const node = uniqueName('ctl-node');
+const uids: Record<string, string> = {};
+const grants: Record<string, AddressGrant[]> = {};
+const v4 = (pod: string) => grants[pod]?.find((g) => g.family === 4)?.address ?? '';
+
+/** Runs the real CLI with the scenario's connection flags; stdin is a pipe (not a terminal). */
+function ctl(...args: string[]): Promise<Finished> {
+  return runToEnd('node', [CLI, ...args, ...connection()]);
+}
+
+function connection(): string[] {
+  return [
+    '--address',
+    temporalAddress(),
+    '--task-queue',
+    scenario.temporal.taskQueue,
+    '--kubeconfig',
+    kubeconfigPath(),
+    '--ui',
+    'http://ui.example:8233',
+  ];
+}
+
+/** The CLI on a terminal: `script` gives it a pseudo-terminal and types `input` into it. */
+function ctlOnTerminal(input: string, ...args: string[]): Promise<Finished> {
+  const command = ['node', CLI, ...args, ...connection()]
+    .map((a) => `'${a.replace(/'/g, "'\\''")}'`)
+    .join(' ');
+  return runToEnd('script', ['-qec', command, '/dev/null'], { input });
+}
+
+async function json<T>(...args: string[]): Promise<T> {
+  const run = await ctl(...args, '-o', 'json');
+  expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
+  return JSON.parse(run.stdout) as T;
+}
+
+interface LeaseRow {
+  workflowId: string;
+  pod: string;
+  node: string;
+  phase: string;
+  addresses: string[];
+  lastError: string;
+  ui: string;
+}
+
+beforeAll(async () => {
+  const { cluster } = scenario;
+  await cluster.createNode(node);
+  for (const pod of ['a', 'b', 'c']) {
+    uids[pod] = await cluster.createPod(pod, node);
+    grants[pod] = await scenario.add(pod, uids[pod] as string, node);
+  }
+  await signalRelease(scenario.temporal.client, leaseWorkflowId(uids.c as string, 'eth0'), 'test: c is done');
+  await scenario.waitForPhase(uids.c as string, 'Released');
+  // After the 1 s cooldown, c's address goes to the next pod: `ip` shows both holders.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  uids.d = await cluster.createPod('d', node);
+  grants.d = await scenario.add('d', uids.d, node);
+}, 120_000);
+
+test('the released address went to the next pod (the setting the ip test needs)', () => {
+  expect(v4('d')).toBe(v4('c'));
+});
+
+test('usage errors name the argument and exit 2, before connecting', async () => {
+  const phase = await runToEnd('node', [CLI, 'leases', '--phase', 'Nope', '--address', '127.0.0.1:1']);
+  expect(phase.exitCode).toBe(2);
+  expect(phase.stderr).toContain('--phase:');
+  const unknown = await runToEnd('node', [CLI, 'frobnicate']);
+  expect(unknown.exitCode).toBe(2);
+  expect(unknown.stderr).toContain('unknown command "frobnicate"');
+  const address = await runToEnd('node', [CLI, 'ip', 'not-an-ip', '--address', '127.0.0.1:1']);
+  expect(address.exitCode).toBe(2);
+  expect(address.stderr).toContain('<address>: not an IPv4 or IPv6 address');
+  const reason = await runToEnd('node', [CLI, 'release', 'lease/x/eth0', '--address', '127.0.0.1:1']);
+  expect(reason.exitCode).toBe(2);
+  expect(reason.stderr).toContain('--reason:');
+  const option = await runToEnd('node', [CLI, 'nodes', '--phase', 'Active', '--address', '127.0.0.1:1']);
+  expect(option.exitCode).toBe(2);
+  expect(option.stderr).toContain('--phase: not an option of "nodes"');
+});
+
+test('leases: a table row per open lease, filters, -o json', async () => {
+  const table = await ctl('leases');
+  expect(table.exitCode).toBe(0);
+  const lines = table.stdout.trim().split('\n');
+  expect(lines[0]).toMatch(/^POD\s+IF\s+NODE\s+PHASE\s+ADDRESSES\s+AGE\s+LAST ERROR\s+UI$/);
+  expect(lines).toHaveLength(4); // a, b, d; c is closed
+  const ns = scenario.cluster.namespace;
+  for (const pod of ['a', 'b', 'd']) {
+    const row = lines.find((l) => l.startsWith(`${ns}/${pod} `));
+    expect(row).toContain(`eth0  ${node}  Active`);
+    expect(row).toContain(v4(pod));
+    expect(row).toContain(
+      `http://ui.example:8233/namespaces/default/workflows/${encodeURIComponent(leaseWorkflowId(uids[pod] as string, 'eth0'))}`,
+    );
+  }
+
+  const rows = await json<LeaseRow[]>('leases');
+  expect(rows.map((r) => r.pod).sort()).toEqual(['a', 'b', 'd'].map((p) => `${ns}/${p}`));
+  expect(rows.every((r) => r.node === node && r.phase === 'Active' && r.addresses.length === 2)).toBe(true);
+
+  expect((await json<LeaseRow[]>('leases', '--pod', `${ns}/b`)).map((r) => r.workflowId)).toEqual([
+    leaseWorkflowId(uids.b as string, 'eth0'),
+  ]);
+  expect(await json<LeaseRow[]>('leases', '--node', 'no-such-node')).toEqual([]);
+  expect((await json<LeaseRow[]>('leases', '--node', node)).length).toBe(3);
+  const releasedText = await ctl('leases', '--phase', 'Released');
+  expect(releasedText.stdout.trim().split('\n')[1]).toMatch(
+    new RegExp(`^${ns}/c\\s+eth0\\s+${node}\\s+Released\\s`),
+  );
+  const released = await json<LeaseRow[]>('leases', '--phase', 'Released');
+  expect(released.map((r) => [r.pod, r.phase])).toEqual([[`${ns}/c`, 'Released']]);
+  expect((await json<LeaseRow[]>('leases', '--phase', 'Running')).length).toBe(0);
+});
+
+interface LeaseView {
+  workflowId: string;
+  open: boolean;
+  state: {
+    phase: string;
+    addresses: AddressGrant[];
+    attachments: Array<{ containerId: string; status: string }>;
+  };
+  phases: Array<{ phase: string; at: string }>;
+}
+
+test('lease: by pod, by ip and by workflow id, with attachments and phase history', async () => {
+  const ns = scenario.cluster.namespace;
+  const byPod = await json<LeaseView>('lease', `${ns}/a`);
+  expect(byPod.workflowId).toBe(leaseWorkflowId(uids.a as string, 'eth0'));
+  expect(byPod.state.phase).toBe('Active');
+  expect(byPod.state.addresses).toEqual(grants.a);
+  expect(byPod.state.attachments).toEqual([expect.objectContaining({ status: 'active' })]);
+  expect(byPod.phases.map((p) => p.phase)).toEqual([
+    'Producing',
+    'Produced',
+    'Consumed',
+    'Activating',
+    'Active',
+  ]);
+  const times = byPod.phases.map((p) => Date.parse(p.at));
+  expect(times.every((t, i) => !Number.isNaN(t) && (i === 0 || t >= (times[i - 1] as number)))).toBe(true);
+
+  expect((await json<LeaseView>('lease', v4('b'))).workflowId).toBe(
+    leaseWorkflowId(uids.b as string, 'eth0'),
+  );
+  // c's old address is d's now: the open lease wins over the closed one.
+  expect((await json<LeaseView>('lease', v4('c'))).workflowId).toBe(
+    leaseWorkflowId(uids.d as string, 'eth0'),
+  );
+  const byId = await json<LeaseView>('lease', leaseWorkflowId(uids.c as string, 'eth0'));
+  expect(byId.open).toBe(false);
+  expect(byId.phases.map((p) => p.phase).slice(-2)).toEqual(['Releasing', 'Released']);
+
+  const text = await ctl('lease', `${ns}/a`);
+  expect(text.exitCode).toBe(0);
+  expect(text.stdout).toMatch(/^Lease:\s+lease\//);
+  expect(text.stdout).toContain('Attachments:');
+  expect(text.stdout).toMatch(/Phase history:\nTIME\s+PHASE\s+ADDRESSES\n\S+Z\s+Producing/);
+
+  const none = await ctl('lease', 'lease/no-such-pod/eth0');
+  expect(none.exitCode).toBe(1);
+  expect(none.stderr).toContain('no lease on task queue');
+});
+
+test('ip: the current holder and the previous one, with times', async () => {
+  const view = await json<{
+    current: Array<{ owner: string; node: string }>;
+    history: Array<{ owner: string; pod: string; allocated: string; released: string }>;
+  }>('ip', v4('c'));
+  const [c, d] = [leaseWorkflowId(uids.c as string, 'eth0'), leaseWorkflowId(uids.d as string, 'eth0')];
+  expect(view.current).toEqual([expect.objectContaining({ owner: d, node })]);
+  expect(view.history.map((h) => h.owner)).toEqual([c, d]);
+  const [before, now] = view.history as [(typeof view.history)[0], (typeof view.history)[0]];
+  expect(before.pod).toBe(`${scenario.cluster.namespace}/c`);
+  expect(Date.parse(before.allocated)).toBeLessThan(Date.parse(before.released));
+  expect(Date.parse(before.released)).toBeLessThanOrEqual(Date.parse(now.allocated));
+  expect(now.released).toBe('');
+
+  const text = await ctl('ip', v4('c'));
+  expect(text.stdout).toContain(`Held by ${d}`);
+  expect(text.stdout).toMatch(/OWNER\s+POD\s+NODE\s+ALLOCATED\s+RELEASED\s+HOW/);
+});
+
+test('nodes and pools: incarnation, blocks, used/free/cooling', async () => {
+  const nodes = await json<
+    Array<{
+      name: string;
+      incarnation: string;
+      blocks: Array<{ used: number }>;
+      used: number;
+      free: number;
+    }>
+  >('nodes');
+  expect(nodes).toHaveLength(1);
+  const [view] = nodes as [(typeof nodes)[0]];
+  expect(view.name).toBe(node);
+  expect(view.incarnation).toBe((await scenario.nodeState(node)).incarnation);
+  expect(view.incarnation).not.toBe('');
+  expect(view.blocks).toHaveLength(2); // one IPv4 /26, one IPv6 /120
+  expect(view.used).toBe(6); // a, b, d: two addresses each
+  // /26: 62 usable - gateway = 61; /120: 255 (no broadcast in IPv6... usable range) - gateway
+  expect(view.free).toBeGreaterThan(250);
+
+  const pools =
+    await json<Array<{ name: string; blocks: unknown[]; nodes: string[]; used: number }>>('pools');
+  expect(pools).toEqual([
+    expect.objectContaining({ name: scenario.temporal.taskQueue, nodes: [node], used: 6 }),
+  ]);
+  expect(pools[0]?.blocks).toHaveLength(2);
+
+  const poolsText = await ctl('pools');
+  expect(poolsText.stdout).toMatch(
+    new RegExp(
+      `^POOL\\s+CIDRS\\s+BLOCKS\\s+NODES\\s+USED\\s+FREE\\s+COOLING\\n${scenario.temporal.taskQueue}\\s+198\\.18\\.0\\.0/16,fd00:18::/64\\s+2\\s+1\\s+6\\s`,
+    ),
+  );
+
+  const text = await ctl('nodes');
+  expect(text.stdout).toMatch(
+    new RegExp(`^NODE\\s+INCARNATION\\s+RETIRED\\s+BLOCKS\\s+USED\\s+FREE\\s+COOLING\\n${node}\\s`),
+  );
+});
+
+test('connection settings from the control config (--config or NETLEASE_CONFIG); a bad one names the file', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netleasectl-'));
+  const file = join(dir, 'control.json');
+  writeFileSync(file, JSON.stringify(scenario.config));
+  const env = { ...process.env, NETLEASE_CONFIG: file };
+  const byEnv = await runToEnd('node', [CLI, 'leases', '--node', node], { env });
+  expect(byEnv.exitCode).toBe(0);
+  expect(byEnv.stdout.trim().split('\n')).toHaveLength(4);
+  const byFlag = await runToEnd('node', [CLI, 'check', '--config', file]);
+  expect(byFlag.stdout).toContain('checked pods: 3 open leases'); // the config's kubeconfig
+  expect(byFlag.exitCode).toBe(0);
+  const missing = await runToEnd('node', [CLI, 'nodes', '--config', join(dir, 'nope.yaml')]);
+  expect(missing.exitCode).toBe(2);
+  expect(missing.stderr).toContain(`cannot read config ${join(dir, 'nope.yaml')}`);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('check passes on a consistent cluster', async () => {
+  const run = await ctl('check');
+  expect(run.stdout).toContain('OK: no problems found');
+  expect(run.exitCode).toBe(0);
+});
+
+test('retry of a lease that is not parked says so and exits 1', async () => {
+  const run = await ctl('retry', `${scenario.cluster.namespace}/a`);
+  expect(run.exitCode).toBe(1);
+  expect(run.stderr).toContain('is Active, not parked in ActivationFailed: nothing to retry');
+});
+
+test('retry: a parked lease (its activation failed) is listed with its error and activates again', async () => {
+  const { cluster, temporal } = scenario;
+  const parkNode = uniqueName('ctl-park');
+  await cluster.createNode(parkNode);
+  const uid = await cluster.createPod('p', parkNode);
+  // The node agent's task queue served by a test double: activation fails until `failing` is off.
+  let failing = true;
+  quietRuntime();
+  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: nodeTaskQueue(parkNode),
+    activities: {
+      async activateAttachment(): Promise<ActivatedLinks> {
+        if (failing)
+          throw ApplicationFailure.nonRetryable('test: the netns is gone', DataplaneFailure.invalidInput);
+        return {
+          host: { name: 'nlh-test', mac: '02:00:00:00:00:01' },
+          container: { name: 'eth0', mac: '02:00:00:00:00:02', sandbox: '/var/run/netns/p' },
+        };
+      },
+      async deactivateAttachment(): Promise<void> {},
+    },
+  });
+  const running = worker.run();
+  try {
+    const start = {
+      podUid: uid,
+      podNamespace: cluster.namespace,
+      podName: 'p',
+      ifName: 'eth0',
+      nodeName: parkNode,
+      pool: temporal.taskQueue,
+      mode: 'ptp' as const,
+    };
+    const consume = { containerId: 'ctr-park', netns: '/var/run/netns/p', ifName: 'eth0' };
+    await expect(consumeLease(temporal.client, temporal.taskQueue, start, consume)).rejects.toThrow();
+    await scenario.waitForPhase(uid, 'ActivationFailed');
+
+    const parked = await ctl('leases', '--phase', 'ActivationFailed');
+    expect(parked.stdout.trim().split('\n')[1]).toMatch(
+      new RegExp(`^${cluster.namespace}/p\\s+eth0\\s+${parkNode}\\s+ActivationFailed\\s`),
+    );
+    const [row] = await json<LeaseRow[]>('leases', '--phase', 'ActivationFailed');
+    expect(row?.lastError).toContain('test: the netns is gone');
+    failing = false;
+    const retried = await ctl('retry', `${cluster.namespace}/p`);
+    expect(retried.stdout).toContain(`retry sent to ${leaseWorkflowId(uid, 'eth0')}: 1 parked attachment(s)`);
+    expect(retried.exitCode).toBe(0);
+    const state = await scenario.waitForPhase(uid, 'Active');
+    expect(state.attachments).toEqual([
+      expect.objectContaining({ containerId: 'ctr-park', status: 'active' }),
+    ]);
+    const view = await json<LeaseView>('lease', `${cluster.namespace}/p`);
+    expect(view.phases.map((p) => p.phase)).toEqual([
+      'Producing',
+      'Produced',
+      'Consumed',
+      'Activating',
+      'ActivationFailed',
+      'Activating',
+      'Active',
+    ]);
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+  }
+}, 120_000);
+
+test('release: refuses without --yes and a terminal, releases with --yes', async () => {
+  const ns = scenario.cluster.namespace;
+  const refused = await ctl('release', `${ns}/b`, '--reason', 'operator test');
+  expect(refused.exitCode).toBe(2);
+  expect(refused.stderr).toContain(`pod ${ns}/b (uid ${uids.b}) exists: refusing to release`);
+  expect(refused.stderr).toContain('pass --yes');
+  expect(refused.stderr).not.toContain('--help');
+  expect((await scenario.leaseState(uids.b as string)).phase).toBe('Active');
+
+  const released = await ctl('release', `${ns}/b`, '--reason', 'operator test', '--yes');
+  expect(released.exitCode).toBe(0);
+  expect(released.stdout).toContain('release sent to');
+  const state = await scenario.waitForPhase(uids.b as string, 'Released');
+  expect(state.releaseReason).toBe('netleasectl: operator test');
+});
+
+test('release on a terminal asks first: "n" keeps the lease, "y" releases it', async () => {
+  const ns = scenario.cluster.namespace;
+  const kept = await ctlOnTerminal('n\n', 'release', `${ns}/d`, '--reason', 'operator test');
+  expect(kept.stdout).toContain(`pod ${ns}/d (uid ${uids.d}) exists; releasing`);
+  expect(kept.stdout).toContain('Release? [y/N]');
+  expect(kept.stdout).toContain('not released');
+  expect(kept.exitCode).toBe(1);
+  expect((await scenario.leaseState(uids.d as string)).phase).toBe('Active');
+
+  const released = await ctlOnTerminal('y\n', 'release', `${ns}/d`, '--reason', 'operator test');
+  expect(released.stdout).toContain('release sent to');
+  expect(released.exitCode).toBe(0);
+  await scenario.waitForPhase(uids.d as string, 'Released');
+});
+
+test('check fails, naming each problem, on real inconsistencies', async () => {
+  // A pod deleted while watchers are off: its lease stays open.
+  await scenario.cluster.deletePod('a');
+  // An allocation loaded for an owner that is no lease.
+  const table = await scenario.table(node);
+  const block = table?.blocks.find((b) => b.family === 4);
+  const ghost = (block?.cidr ?? '').replace(/\.\d+\/\d+$/, '.50');
+  await scenario.temporal.client.workflow
+    .getHandle(nodeWorkflowId(node))
+    .executeUpdate(loadAllocationUpdate, {
+      args: [
+        {
+          pool: scenario.config.pools[0] as (typeof scenario.config.pools)[0],
+          allocation: {
+            address: ghost,
+            family: 4,
+            block: block?.cidr ?? '',
+            owner: 'lease/ghost/eth0',
+            podUid: 'ghost',
+            incarnation: block?.incarnation ?? '',
+          },
+        },
+      ],
+    });
+  const run = await ctl('check');
+  expect(run.exitCode).toBe(1);
+  expect(run.stdout).toContain(
+    `PROBLEM [pods] ${leaseWorkflowId(uids.a as string, 'eth0')} (pod ${scenario.cluster.namespace}/a, phase Active) is open, but no pod has UID ${uids.a}`,
+  );
+  expect(run.stdout).toContain(
+    `PROBLEM [addresses] ${ghost} on node ${node} is held by lease/ghost/eth0, which is not an open lease`,
+  );
+  expect(run.stdout).toContain('2 problem(s) found');
+  const parsed = JSON.parse((await ctl('check', '-o', 'json')).stdout) as {
+    ok: boolean;
+    problems: unknown[];
+  };
+  expect(parsed.ok).toBe(false);
+  expect(parsed.problems).toHaveLength(2);
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  // 4 leases, the node, the pool (and the reconcile schedule's first run).
+  await expectReplayed(scenario.temporal, 6);
+});
