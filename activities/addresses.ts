@@ -1,19 +1,29 @@
-// Produce and return a lease's addresses through its node workflow (the node's single writer).
+// Produce and return a lease's addresses through its node workflow (the node's single writer),
+// in batches with the other leases of the node (node-batches.ts).
+import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import type { AddressGrant } from '../domain/allocation';
 import type { ActivationPolicy } from '../domain/config';
-import { allocateUpdateId, nodeWorkflowId, releaseUpdateId } from '../domain/ids';
+import { allocateUpdateId, nodeBatchUpdateId, nodeWorkflowId, releaseUpdateId } from '../domain/ids';
 import { FailureType } from '../domain/lease';
 import { NodeName } from '../domain/search-attributes';
 import {
-  allocateUpdate,
+  batchUpdate,
   NODE_WORKFLOW_TYPE,
-  releaseUpdate,
   type NodeInput,
+  type NodeOperation,
+  type OperationOutcome,
 } from '../workflows/node-messages';
 import { poolSpec, type ControlDeps } from './deps';
+import { NodeBatches, OperationFailed } from './node-batches';
 import { callUpdate } from './update-call';
+
+/**
+ * How long one batch may take: a hung call must not hold the node's queue. Its operations then
+ * fail, their activities retry with backoff, and the node answers a repeat by operation id.
+ */
+const BATCH_DEADLINE_MS = 25_000;
 
 export interface ProduceInput {
   leaseId: string;
@@ -55,40 +65,63 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
       typedSearchAttributes: [{ key: NodeName, value: nodeName }],
     });
 
+  /** One batch to the node; a batch with an allocation starts the node workflow if need be. */
+  const sendBatch = async (nodeName: string, operations: NodeOperation[]): Promise<OperationOutcome[]> => {
+    const options = {
+      args: [operations] as [NodeOperation[]],
+      updateId: nodeBatchUpdateId(nodeName, randomUUID()),
+    };
+    const call = operations.some((op) => op.kind === 'allocate')
+      ? () =>
+          client.workflow.executeUpdateWithStart(batchUpdate, {
+            ...options,
+            startWorkflowOperation: startNode(nodeName),
+          })
+      : () => client.workflow.getHandle(nodeWorkflowId(nodeName)).executeUpdate(batchUpdate, options);
+    try {
+      return await client.withDeadline(Date.now() + BATCH_DEADLINE_MS, () => callUpdate(call));
+    } catch (err) {
+      // Releases only: no node workflow means nothing was held.
+      if (err instanceof WorkflowNotFoundError) return operations.map((op) => ({ id: op.id, grants: [] }));
+      throw err;
+    }
+  };
+  const batches = new NodeBatches(sendBatch);
+
+  /** An operation's grants; its failure as the ApplicationFailure the lease decides on. */
+  const submit = async (nodeName: string, op: NodeOperation): Promise<AddressGrant[]> => {
+    try {
+      return await batches.submit(nodeName, op);
+    } catch (err) {
+      if (!(err instanceof OperationFailed)) throw err;
+      const { message, type, nonRetryable } = err.failure;
+      throw ApplicationFailure.create({ message, type, nonRetryable });
+    }
+  };
+
   return {
     async produceAddresses(input: ProduceInput): Promise<Produced> {
       const pool = poolSpec(config, input.pool);
       const incarnation = await currentIncarnation(input.nodeName);
-      const addresses = await callUpdate(() =>
-        client.workflow.executeUpdateWithStart(allocateUpdate, {
-          args: [{ owner: input.leaseId, podUid: input.podUid, pool, incarnation, run: input.run }],
-          updateId: allocateUpdateId(input.leaseId, input.run),
-          startWorkflowOperation: startNode(input.nodeName),
-        }),
-      );
+      const addresses = await submit(input.nodeName, {
+        kind: 'allocate',
+        id: allocateUpdateId(input.leaseId, input.run),
+        request: { owner: input.leaseId, podUid: input.podUid, pool, incarnation, run: input.run },
+      });
       return { addresses, activation: config.activation };
     },
 
     async returnAddresses(input: Omit<ProduceInput, 'podUid'>): Promise<AddressGrant[]> {
-      const handle = client.workflow.getHandle(nodeWorkflowId(input.nodeName));
-      try {
-        return await callUpdate(() =>
-          handle.executeUpdate(releaseUpdate, {
-            args: [
-              {
-                owner: input.leaseId,
-                pool: input.pool,
-                cooldownMs: config.reuseCooldownSeconds * 1000,
-                run: input.run,
-              },
-            ],
-            updateId: releaseUpdateId(input.leaseId, input.run),
-          }),
-        );
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return []; // no node workflow: nothing was held
-        throw err;
-      }
+      return submit(input.nodeName, {
+        kind: 'release',
+        id: releaseUpdateId(input.leaseId, input.run),
+        request: {
+          owner: input.leaseId,
+          pool: input.pool,
+          cooldownMs: config.reuseCooldownSeconds * 1000,
+          run: input.run,
+        },
+      });
     },
   };
 }

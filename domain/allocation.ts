@@ -131,17 +131,50 @@ export function allocate(
   const held = ownedBy(table, request.owner);
   for (const family of poolFamilies(pool)) {
     if (held.some((a) => a.family === family)) continue;
-    const picked = table.blocks
-      .filter((b) => b.family === family && b.incarnation === request.incarnation)
-      .map((b) => ({ block: b, value: freeAddressIn(table, pool, parsePrefix(b.cidr)) }))
-      .find((candidate) => candidate.value !== undefined);
-    if (!picked || picked.value === undefined) return { kind: 'needBlock', family };
+    const picked = firstFree(table, pool, family, request.incarnation);
+    if (!picked) return { kind: 'needBlock', family };
     const address = formatAddress(family, picked.value);
     const allocation: Allocation = { address, family, block: picked.block.cidr, ...request };
     table.allocations[address] = allocation;
     held.push(allocation);
   }
   return { kind: 'granted', allocations: held.sort((a, b) => a.family - b.family) };
+}
+
+/** The lowest free address of the incarnation's blocks of this family, blocks in the order acquired. */
+function firstFree(
+  table: AllocationTable,
+  pool: PoolSpec,
+  family: Family,
+  incarnation: string,
+): { block: Block; value: bigint } | undefined {
+  for (const block of table.blocks) {
+    if (block.family !== family || block.incarnation !== incarnation) continue;
+    const value = freeAddressIn(table, pool, parsePrefix(block.cidr));
+    if (value !== undefined) return { block, value };
+  }
+  return undefined;
+}
+
+/** Free addresses a node keeps in reserve per family: a quarter block, at least 1, at most 64. */
+function reserveOf(block: Prefix): bigint {
+  const { first, last } = usableRange(block);
+  const quarter = (last - first + 1n) / 4n;
+  return quarter < 1n ? 1n : quarter > 64n ? 64n : quarter;
+}
+
+/**
+ * Whether this allocation leaves its family short, so the node should acquire its next block now,
+ * before an allocation has to wait for one. Addresses are handed out lowest first, block by block,
+ * so an allocation near the end of the newest block of its family leaves only that block's rest.
+ */
+export function runningLow(table: AllocationTable, allocation: Allocation): boolean {
+  const blocks = table.blocks.filter(
+    (b) => b.family === allocation.family && b.incarnation === allocation.incarnation,
+  );
+  if (blocks[blocks.length - 1]?.cidr !== allocation.block) return false;
+  const block = parsePrefix(allocation.block);
+  return usableRange(block).last - parseAddress(allocation.address).value < reserveOf(block);
 }
 
 /** Returns the owner's addresses to the node, each cooling down until `now + cooldownMs`. */

@@ -151,8 +151,11 @@ export const NetleaseConfigSchema = z
     pools: z.array(PoolSpecSchema).min(1, 'at least one pool is required'),
     reuseCooldownSeconds: z.number().min(0).default(30),
     activation: ActivationPolicySchema.default(ActivationPolicySchema.parse({})),
-    /** A node workflow continues-as-new once its history passes this many events. */
-    nodeHistoryLimit: z.number().int().min(100).default(5000),
+    /**
+     * A node workflow continues-as-new once its history passes this many events. A worker that
+     * lost the run from its cache replays all of it (about 1 ms an event), so keep it short.
+     */
+    nodeHistoryLimit: z.number().int().min(100).default(1000),
     /** Kubernetes as the source of truth; omitted: no cluster (CNI-only operation). */
     kubernetes: KubernetesSchema.optional(),
     /**

@@ -17,6 +17,8 @@ export const delUpdateId = (containerId: string, ifName: string, call: string): 
 /** Update ids of workflow-to-workflow calls, derived from the caller so retries de-duplicate. */
 export const allocateUpdateId = (leaseId: string, run: string): string => `allocate/${leaseId}/${run}`;
 export const releaseUpdateId = (leaseId: string, run: string): string => `release/${leaseId}/${run}`;
+/** A batch of a node's allocations and releases: unique per call, its operations keep their ids. */
+export const nodeBatchUpdateId = (nodeName: string, unique: string): string => `batch/${nodeName}/${unique}`;
 export const acquireBlockUpdateId = (
   node: string,
   incarnation: string,

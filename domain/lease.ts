@@ -136,4 +136,6 @@ export const FailureType = {
   conflict: 'AddressConflict',
   /** The CNI config's nodeName names no Node of the cluster. */
   nodeUnknown: 'NodeUnknown',
+  /** Transient: the node workflow is about to continue-as-new; the caller sends the request again. */
+  nodeContinuing: 'NodeContinuing',
 } as const;

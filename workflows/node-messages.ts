@@ -45,12 +45,37 @@ export interface ReleaseAddressRequest {
   run?: string;
 }
 
+/**
+ * One allocation or release inside a batch. `id` is what its own update id would be
+ * (`allocate/<leaseId>/<run>`, `release/<leaseId>/<run>`): the node remembers answers by it.
+ */
+export type NodeOperation =
+  | { kind: 'allocate'; id: string; request: AllocateRequest }
+  | { kind: 'release'; id: string; request: ReleaseAddressRequest };
+
+export interface OperationFailure {
+  message: string;
+  type: string;
+  nonRetryable: boolean;
+}
+
+/** Each operation's answer: its grants, or why it failed (a retryable one may be sent again). */
+export type OperationOutcome =
+  { id: string; grants: AddressGrant[] } | { id: string; failure: OperationFailure };
+
 export interface IncarnationEvent {
   uid: string;
 }
 
 export const NODE_WORKFLOW_TYPE = 'nodeWorkflow';
 
+/**
+ * Allocations and releases of many leases in one update, applied in order. The server admits at
+ * most 10 in-flight updates per workflow (`history.maxInFlightUpdates`): callers queue a burst
+ * and send it as batches, one in flight at a time, instead of one update per lease.
+ */
+export const batchUpdate = defineUpdate<OperationOutcome[], [NodeOperation[]]>('batch');
+/** One allocation per update: what callers before batches sent; still answered. */
 export const allocateUpdate = defineUpdate<AddressGrant[], [AllocateRequest]>('allocate');
 /** Imports an allocation made elsewhere; refuses an address another owner holds (seed 000). */
 export const loadAllocationUpdate = defineUpdate<void, [{ pool: PoolSpec; allocation: Allocation }]>(
@@ -60,5 +85,6 @@ export const loadAllocationUpdate = defineUpdate<void, [{ pool: PoolSpec; alloca
 export const nodeObservedSignal = defineSignal<[IncarnationEvent]>('nodeObserved');
 /** The node incarnation with this UID is gone (verified by a quorum read). */
 export const nodeDeletedSignal = defineSignal<[IncarnationEvent]>('nodeDeleted');
+/** One release per update: what callers before batches sent; still answered. */
 export const releaseUpdate = defineUpdate<AddressGrant[], [ReleaseAddressRequest]>('release');
 export const nodeStateQuery = defineQuery<NodeState>('state');

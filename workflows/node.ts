@@ -1,5 +1,8 @@
 // node/<nodeName>: the single writer of a node's addresses. Every allocation and release of the
-// node goes through this workflow's updates, so nothing can hand out one address twice.
+// node goes through this workflow's updates, so nothing can hand out one address twice. An
+// allocation is answered in the workflow task that delivers it (no await between finding a free
+// address and taking it); only one that needs a new block waits, and the node acquires its next
+// block ahead of need, so a burst does not keep updates in flight.
 import {
   ApplicationFailure,
   allHandlersFinished,
@@ -7,6 +10,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -22,9 +26,14 @@ import {
   grantOf,
   load,
   release,
+  runningLow,
   type AddressGrant,
+  type Allocation,
+  type AllocationOutcome,
   type AllocationTable,
 } from '../domain/allocation';
+import type { Family } from '../domain/cidr';
+import type { PoolSpec } from '../domain/config';
 import { acquireBlockUpdateId } from '../domain/ids';
 import { FailureType } from '../domain/lease';
 import { NodeName, NodeUID } from '../domain/search-attributes';
@@ -33,6 +42,7 @@ import { toApplicationFailure } from './failures';
 import { releaseSignal } from './lease-messages';
 import {
   allocateUpdate,
+  batchUpdate,
   loadAllocationUpdate,
   nodeDeletedSignal,
   nodeObservedSignal,
@@ -40,11 +50,12 @@ import {
   releaseUpdate,
   type AllocateRequest,
   type NodeInput,
+  type NodeOperation,
   type NodeState,
+  type OperationOutcome,
   type ReleaseAddressRequest,
 } from './node-messages';
 import { ResultMemory } from './remembered-results';
-import { Serial } from './serial';
 
 const { acquireBlock, returnBlocks } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
@@ -59,7 +70,7 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
   const node = new NodeAddresses(input);
   node.registerHandlers();
   await node.compensateRetiredIncarnations();
-  await condition(allHandlersFinished);
+  await node.settled();
   return continueAsNew<typeof nodeWorkflow>({ ...input, state: node.carriedState() });
 }
 
@@ -67,6 +78,25 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
 const RUNS_KEPT = 2000;
 
 const runKey = (owner: string, run: string) => `${owner}@${run}`;
+
+/** Marks histories in which the node acquires blocks ahead of need (older ones never did). */
+const ACQUIRE_AHEAD = 'acquire-blocks-ahead';
+
+/** A block being acquired: one at a time, as when every allocation waited its turn. */
+interface Acquisition {
+  pool: string;
+  family: Family;
+  incarnation: string;
+  done: Promise<void>;
+}
+
+const isOperation = (op: NodeOperation): boolean =>
+  typeof op?.id === 'string' &&
+  (op.kind === 'allocate' || op.kind === 'release') &&
+  typeof op.request === 'object';
+
+const invalidOperation = (op: NodeOperation): boolean =>
+  !op.request?.owner || (op.kind === 'allocate' ? !op.request.pool?.name : !op.request.pool);
 
 const initialState = (): NodeState => ({
   incarnation: '',
@@ -82,8 +112,7 @@ const initialState = (): NodeState => ({
 class NodeAddresses {
   private readonly state: NodeState;
   private readonly memory: ResultMemory;
-  /** Allocations one at a time, in arrival order: two must never race for one free address. */
-  private readonly serial = new Serial();
+  private acquisition: Acquisition | undefined;
 
   constructor(private readonly input: NodeInput) {
     this.state = input.state ?? initialState();
@@ -93,15 +122,17 @@ class NodeAddresses {
   }
 
   registerHandlers(): void {
-    setHandler(
-      allocateUpdate,
-      (request) => this.memory.once(() => this.serial.run(() => this.allocate(request))),
-      {
-        validator: (request) => {
-          if (!request.owner || !request.pool?.name) throw new Error('allocate needs owner and pool');
-        },
+    setHandler(batchUpdate, (operations) => Promise.all(operations.map((op) => this.apply(op))), {
+      validator: (operations) => {
+        if (!Array.isArray(operations) || !operations.every(isOperation))
+          throw new Error('batch needs a list of {kind: allocate|release, id, request}');
       },
-    );
+    });
+    setHandler(allocateUpdate, (request) => this.memory.once(() => this.allocate(request)), {
+      validator: (request) => {
+        if (!request.owner || !request.pool?.name) throw new Error('allocate needs owner and pool');
+      },
+    });
     setHandler(releaseUpdate, (request) => this.memory.once(() => this.release(request)));
     setHandler(loadAllocationUpdate, ({ pool, allocation }) => {
       this.state.pools[pool.name] = pool;
@@ -122,9 +153,39 @@ class NodeAddresses {
     return { ...this.state, results: this.memory.carry() };
   }
 
+  /** Until no handler runs and no block is on its way: then the run can continue-as-new. */
+  async settled(): Promise<void> {
+    await condition(() => allHandlersFinished() && this.acquisition === undefined);
+  }
+
+  /** One operation of a batch; a refusal is its answer, so the others in the batch get theirs. */
+  private async apply(op: NodeOperation): Promise<OperationOutcome> {
+    try {
+      if (invalidOperation(op)) throw ApplicationFailure.nonRetryable(`${op.kind} needs owner and pool`);
+      const grants = await this.memory.once(
+        () => (op.kind === 'allocate' ? this.allocate(op.request) : this.release(op.request)),
+        op.id,
+      );
+      return { id: op.id, grants };
+    } catch (err) {
+      if (!(err instanceof ApplicationFailure)) throw err;
+      const type = err.type ?? FailureType.invalidConfig;
+      return { id: op.id, failure: { message: err.message, type, nonRetryable: err.nonRetryable === true } };
+    }
+  }
+
   /** allocate: one address per pool family for the owner lease, from this incarnation's blocks. */
   private async allocate(request: AllocateRequest): Promise<AddressGrant[]> {
-    if (request.run && this.state.releasedRuns?.includes(runKey(request.owner, request.run))) {
+    for (;;) {
+      const outcome = this.allocateNow(request);
+      if (outcome.kind === 'granted') return outcome.allocations.map((a) => grantOf(request.pool, a));
+      await this.blockFor(request.pool, outcome.family);
+    }
+  }
+
+  /** The allocation from the blocks the node holds now, without awaiting anything. */
+  private allocateNow(request: AllocateRequest): AllocationOutcome {
+    if (request.run && this.wasReleased(request.owner, request.run)) {
       // Released while its allocation was on the way (release cancels a producing lease).
       throw ApplicationFailure.nonRetryable(`lease ${request.owner} was released`, FailureType.released);
     }
@@ -137,24 +198,64 @@ class NodeAddresses {
     }
     this.state.pools[request.pool.name] = request.pool;
     const table = this.tableOf(request.pool.name);
-    for (;;) {
-      expireCooldowns(table, Date.now());
-      const outcome = allocate(table, request.pool, {
-        owner: request.owner,
-        podUid: request.podUid,
-        incarnation: this.state.incarnation,
-      });
-      if (outcome.kind === 'granted') return outcome.allocations.map((a) => grantOf(request.pool, a));
-      await this.acquireBlock(table, request, outcome.family);
-    }
+    expireCooldowns(table, Date.now());
+    const outcome = allocate(table, request.pool, {
+      owner: request.owner,
+      podUid: request.podUid,
+      incarnation: this.state.incarnation,
+    });
+    if (outcome.kind === 'granted') this.acquireAheadIfLow(request.pool, table, outcome.allocations);
+    return outcome;
   }
 
-  /** The node ran out of addresses of a family: one more block from the pool workflow. */
-  private async acquireBlock(table: AllocationTable, request: AllocateRequest, family: 4 | 6) {
+  private wasReleased(owner: string, run: string): boolean {
+    // Runs carried from before the key named the owner are plain run ids.
+    const released = this.state.releasedRuns ?? [];
+    return released.includes(runKey(owner, run)) || released.includes(run);
+  }
+
+  /**
+   * Waits for a block: the one on its way, else a new one. Once history is full no new wait
+   * starts, so the handlers finish and the run continues-as-new; the caller sends it again.
+   */
+  private blockFor(pool: PoolSpec, family: Family): Promise<void> {
+    const current = this.acquisition;
+    if (current?.pool === pool.name && current.family === family) return current.done;
+    if (current) return current.done.catch(() => undefined); // another family's: then try again
+    if (this.historyFull()) {
+      throw ApplicationFailure.retryable(
+        `node ${this.input.nodeName} is continuing as new; send the request again`,
+        FailureType.nodeContinuing,
+      );
+    }
+    return this.startAcquisition(pool, family);
+  }
+
+  /** An allocation left its family short: its next block is acquired now, in the background. */
+  private acquireAheadIfLow(pool: PoolSpec, table: AllocationTable, allocations: Allocation[]): void {
+    if (this.acquisition || this.historyFull()) return;
+    const low = allocations.find((a) => runningLow(table, a));
+    if (!low || !patched(ACQUIRE_AHEAD)) return;
+    this.startAcquisition(pool, low.family).catch((err: unknown) =>
+      // Nobody waits for it: an allocation that needs the block will ask again and fail itself.
+      log.warn('block acquired ahead of need failed', { node: this.input.nodeName, error: String(err) }),
+    );
+  }
+
+  private startAcquisition(pool: PoolSpec, family: Family): Promise<void> {
     const { incarnation } = this.state;
+    const done = this.acquireBlock(pool, family, incarnation).finally(() => {
+      this.acquisition = undefined;
+    });
+    this.acquisition = { pool: pool.name, family, incarnation, done };
+    return done;
+  }
+
+  /** One more block of a family from the pool workflow. */
+  private async acquireBlock(pool: PoolSpec, family: Family, incarnation: string): Promise<void> {
     const seq = ++this.state.blockRequests;
     const cidr = await acquireBlock({
-      pool: request.pool,
+      pool,
       node: this.input.nodeName,
       incarnation,
       family,
@@ -162,9 +263,10 @@ class NodeAddresses {
     }).catch((err: unknown) => {
       throw toApplicationFailure(err, FailureType.exhausted);
     });
+    const table = this.tableOf(pool.name);
     if (table.blocks.some((b) => b.cidr === cidr)) {
       throw ApplicationFailure.nonRetryable(
-        `pool ${request.pool.name} handed block ${cidr} twice`,
+        `pool ${pool.name} handed block ${cidr} twice`,
         FailureType.conflict,
       );
     }
@@ -173,8 +275,10 @@ class NodeAddresses {
 
   /** release: the owner's addresses go back, each cooling down before it can be handed out again. */
   private release(request: ReleaseAddressRequest): AddressGrant[] {
-    if (request.run)
-      this.state.releasedRuns = [...(this.state.releasedRuns ?? []).slice(-RUNS_KEPT + 1), request.run];
+    if (request.run) {
+      const kept = (this.state.releasedRuns ?? []).slice(-RUNS_KEPT + 1);
+      this.state.releasedRuns = [...kept, runKey(request.owner, request.run)];
+    }
     const pool = this.state.pools[request.pool];
     const released = release(this.tableOf(request.pool), request.owner, Date.now(), request.cooldownMs);
     return pool ? released.map((a) => grantOf(pool, a)) : [];
@@ -236,6 +340,8 @@ class NodeAddresses {
    */
   private async compensate(uid: string): Promise<void> {
     if (!(await this.releaseLeasesOf(uid))) return; // history full: the next run goes on
+    // A block still on its way to this incarnation must land before its blocks go back.
+    await condition(() => this.acquisition?.incarnation !== uid);
     for (const [poolName, table] of Object.entries(this.state.tables)) {
       await this.returnBlocksOf(uid, poolName, table);
     }

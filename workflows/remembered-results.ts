@@ -13,9 +13,11 @@ export class ResultMemory {
     this.results = new Map(carried);
   }
 
-  /** Runs `compute` once per update id; later calls with the same id get the first answer. */
-  async once<T>(compute: () => Promise<T> | T): Promise<T> {
-    const id = currentUpdateInfo()?.id;
+  /**
+   * Runs `compute` once per id (default: the current update's id, else the id of one operation
+   * of a batch); later calls with the same id get the first answer.
+   */
+  async once<T>(compute: () => Promise<T> | T, id = currentUpdateInfo()?.id): Promise<T> {
     if (id !== undefined && this.results.has(id)) return this.results.get(id) as T;
     const result = await compute();
     if (id !== undefined) {

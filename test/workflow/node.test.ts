@@ -1,10 +1,13 @@
 // The node workflow's edges with its activities replaced: a released address cools down before
-// it is handed out again; a compensation that waits for a lease survives continue-as-new.
+// it is handed out again; a compensation that waits for a lease survives continue-as-new; the next
+// block is acquired ahead of need; batches keep coming while the node continues-as-new; a released
+// lease run's late allocation is refused.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { addressActivities } from '../../activities/addresses';
 import type { AcquireBlockInput, ReturnBlocksInput } from '../../activities/blocks';
-import { PoolSpecSchema } from '../../domain/config';
+import { NetleaseConfigSchema, PoolSpecSchema } from '../../domain/config';
 import { allocateUpdateId, leaseWorkflowId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
 import { FailureType, type LeaseStart } from '../../domain/lease';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../../workflows/lease-messages';
@@ -17,13 +20,14 @@ import {
 } from '../../workflows/node-messages';
 import { waitFor } from '../../tools/processes';
 import { expectReplayed } from '../harness/replay';
-import { uniqueName } from '../harness/temporal';
+import { temporalAddress, uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
 const pool = PoolSpecSchema.parse({ name: 'p', cidrs: ['198.18.0.0/24'], blockSize: { ipv4: 29 } });
-/** Blocks handed out by the stand-in pool: 198.18.0.0/29, 198.18.0.8/29, ... */
-let blocksHanded = 0;
+/** Blocks the stand-in pool handed out, in order: each node gets 198.18.0.0/29, 198.18.0.8/29, ... */
+const acquired: AcquireBlockInput[] = [];
+const handedTo = (node: string) => acquired.filter((a) => a.node === node).length;
 const returnedBlocks: ReturnBlocksInput[] = [];
 
 let t: WorkflowTestEnv;
@@ -31,9 +35,11 @@ beforeAll(async () => {
   t = await workflowTestEnv('wf-node');
   await t.worker({
     acquireBlock: async (input: AcquireBlockInput) => {
-      if (input.pool.name === 'one-block' && blocksHanded > 0)
+      const handed = handedTo(input.node);
+      if (input.pool.name === 'one-block' && handed > 0)
         throw ApplicationFailure.nonRetryable('no block left', FailureType.exhausted);
-      return `198.18.0.${8 * blocksHanded++}/29`;
+      acquired.push(input);
+      return `198.18.0.${8 * handed}/29`;
     },
     returnBlocks: async (input: ReturnBlocksInput) => {
       returnedBlocks.push(input);
@@ -45,6 +51,17 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => t?.close());
+
+const nodeHandle = (nodeName: string) => t.env.client.workflow.getHandle(nodeWorkflowId(nodeName));
+
+/** What a control worker on this test's task queue runs with: a short node history, no cooldown. */
+const controlConfig = () =>
+  NetleaseConfigSchema.parse({
+    temporal: { address: temporalAddress(), taskQueue: t.taskQueue },
+    pools: [pool],
+    nodeHistoryLimit: 100,
+    reuseCooldownSeconds: 0,
+  });
 
 function nodeClient(nodeName: string, historyLimit = 5000) {
   const workflowId = nodeWorkflowId(nodeName);
@@ -75,7 +92,6 @@ function nodeClient(nodeName: string, historyLimit = 5000) {
 
 test('a released address cools down: not handed out again until its cooldown ends', async () => {
   const spec = PoolSpecSchema.parse({ name: 'one-block', cidrs: ['198.18.0.0/24'], blockSize: { ipv4: 29 } });
-  blocksHanded = 0;
   const node = nodeClient(uniqueName('cool'));
   const first = await node.allocate('o1', spec); // /29: gateway .1, addresses .2-.6
   expect(first).toEqual(['198.18.0.2']);
@@ -141,6 +157,87 @@ test('compensation waiting for a lease continues across continue-as-new and then
     expect.objectContaining({ incarnation: 'uid-A', blocks: [expect.stringMatching(/\/29$/)] }),
   ]);
   await lease.terminate('test done');
+});
+
+test('the next block is acquired ahead of need: no allocation waits for it', async () => {
+  const nodeName = uniqueName('ahead');
+  const node = nodeClient(nodeName);
+  // A /29 has five addresses (.1 is the gateway): handing out the last one asks for the next block.
+  for (let i = 0; i < 4; i++) await node.allocate(`a${i}`);
+  expect(handedTo(nodeName)).toBe(1);
+  expect(await node.allocate('a4')).toEqual(['198.18.0.6']);
+  const ahead = await waitForValue(
+    () => node.handle.query(nodeStateQuery),
+    (s) => s.tables[pool.name]?.blocks.length === 2,
+    15_000,
+  );
+  expect(ahead.tables[pool.name]?.blocks.map((b) => b.cidr)).toEqual(['198.18.0.0/29', '198.18.0.8/29']);
+  expect(await node.allocate('a5')).toEqual(['198.18.0.10']);
+  expect(handedTo(nodeName)).toBe(2);
+});
+
+test('a lease run released before its allocation arrives is refused, alone or in a batch', async () => {
+  const nodeName = uniqueName('late');
+  const node = nodeClient(nodeName);
+  await node.allocate('other');
+  await node.release('late', 0);
+  const refused = await node.allocate('late').catch((err: unknown) => err);
+  expect(((refused as WorkflowUpdateFailedError).cause as ApplicationFailure).type).toBe(
+    FailureType.released,
+  );
+
+  const activities = addressActivities({ client: t.env.client, config: controlConfig() });
+  const lease = { leaseId: 'lease/late/eth0', run: 'r2', nodeName, pool: pool.name };
+  await activities.returnAddresses(lease);
+  const late = await activities.produceAddresses({ ...lease, podUid: 'late' }).catch((err: unknown) => err);
+  expect((late as ApplicationFailure).type).toBe(FailureType.released);
+  expect(
+    Object.values((await node.handle.query(nodeStateQuery)).tables[pool.name]?.allocations ?? {}),
+  ).toEqual([expect.objectContaining({ owner: 'other' })]);
+});
+
+test('batches from several workers keep coming while the node continues-as-new: each answered once', async () => {
+  const nodeName = uniqueName('stream');
+  // Three control workers, each with its own queue: up to three batches in flight at once.
+  const workers = [0, 1, 2].map(() => addressActivities({ client: t.env.client, config: controlConfig() }));
+  const leaseOf = (w: number, i: number) => ({
+    leaseId: `lease/s${w}-${i}/eth0`,
+    run: 'r',
+    podUid: `s${w}-${i}`,
+    nodeName,
+    pool: pool.name,
+  });
+  const answers = new Map<string, string[]>();
+  await Promise.all(
+    workers.map(async (activities, w) => {
+      for (let wave = 0; wave < 4; wave++) {
+        const leases = Array.from({ length: 5 }, (_, i) => leaseOf(w, wave * 5 + i));
+        const produced = await Promise.all(leases.map((l) => activities.produceAddresses(l)));
+        produced.forEach((p, i) =>
+          answers.set(
+            leases[i]?.leaseId ?? '',
+            p.addresses.map((a) => a.address),
+          ),
+        );
+      }
+    }),
+  );
+
+  const runs = [];
+  for await (const run of t.env.client.workflow.list({ query: `WorkflowId = '${nodeWorkflowId(nodeName)}'` }))
+    runs.push(run.runId);
+  expect(runs.length).toBeGreaterThanOrEqual(2);
+  const held = Object.values(
+    (await nodeHandle(nodeName).query(nodeStateQuery)).tables[pool.name]?.allocations ?? {},
+  );
+  expect(held.map((a) => [a.owner, a.address]).sort()).toEqual(
+    [...answers].map(([owner, addresses]) => [owner, addresses[0]]).sort(),
+  );
+  expect(new Set(held.map((a) => a.address)).size).toBe(60);
+  // An operation sent again in a later run gets its first answer.
+  expect((await workers[2]?.produceAddresses(leaseOf(0, 0)))?.addresses.map((a) => a.address)).toEqual(
+    answers.get('lease/s0-0/eth0'),
+  );
 });
 
 test('histories of this file replay without nondeterminism', async () => {
