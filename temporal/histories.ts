@@ -6,6 +6,7 @@ import { defaultPayloadConverter, tsToMs } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { AddressGrant, Allocation } from '../domain/allocation';
 import { nodeWorkflowId } from '../domain/ids';
+import type { NodeOperation, OperationOutcome } from '../workflows/node-messages';
 
 type Payload = temporal.api.common.v1.IPayload;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -54,8 +55,29 @@ export interface AddressEvent {
 
 interface Accepted {
   name: string;
+  arg: unknown;
+}
+
+/** What a completed update did to addresses: one entry per allocation or release it answered. */
+interface Applied {
+  kind: 'allocate' | 'release';
   owner: string;
-  at: Date;
+  grants: AddressGrant[];
+}
+
+function appliedBy({ name, arg }: Accepted, result: unknown): Applied[] {
+  if (name === 'allocate' || name === 'release')
+    return Array.isArray(result)
+      ? [{ kind: name, owner: ownerOf(name, arg), grants: result as AddressGrant[] }]
+      : [];
+  if (name !== 'batch' || !Array.isArray(arg) || !Array.isArray(result)) return [];
+  // A batch carries many leases' operations; each is answered under its own id.
+  const operations = arg as NodeOperation[];
+  return (result as OperationOutcome[]).flatMap((outcome) => {
+    const operation = operations.find((o) => o.id === outcome.id);
+    if (!operation || !('grants' in outcome)) return [];
+    return [{ kind: operation.kind, owner: operation.request.owner, grants: outcome.grants }];
+  });
 }
 
 function ownerOf(name: string, arg: unknown): string {
@@ -74,7 +96,7 @@ function addressEventsOfRun(events: HistoryEvent[], runId: string): AddressEvent
       const input = acceptance.acceptedRequest?.input;
       const name = input?.name ?? '';
       const arg = decode(input?.args?.payloads?.[0]);
-      accepted.set(String(event.eventId), { name, owner: ownerOf(name, arg), at: timeOf(event) });
+      accepted.set(String(event.eventId), { name, arg });
       if (name === 'loadAllocation') {
         const address = (arg as { allocation?: Allocation }).allocation?.address;
         if (address)
@@ -91,17 +113,16 @@ function addressEventsOfRun(events: HistoryEvent[], runId: string): AddressEvent
     const completion = event.workflowExecutionUpdateCompletedEventAttributes;
     if (!completion) continue;
     const request = accepted.get(String(completion.acceptedEventId));
-    if (!request || (request.name !== 'allocate' && request.name !== 'release')) continue;
-    const grants = decode(completion.outcome?.success?.payloads?.[0]);
-    if (!Array.isArray(grants)) continue;
-    for (const grant of grants as AddressGrant[]) {
-      found.push({
-        kind: request.name,
-        address: grant.address,
-        owner: request.owner,
-        at: timeOf(event),
-        runId,
-      });
+    if (!request) continue;
+    for (const applied of appliedBy(request, decode(completion.outcome?.success?.payloads?.[0]))) {
+      for (const grant of applied.grants)
+        found.push({
+          kind: applied.kind,
+          address: grant.address,
+          owner: applied.owner,
+          at: timeOf(event),
+          runId,
+        });
     }
   }
   return found;
