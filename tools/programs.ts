@@ -10,9 +10,14 @@ export interface Program {
   version: string;
   /** `go install pkg@version`: the simple case. */
   install?: string;
-  /** A wrapper module requiring `module@version`, then `go build` of `pkg`. */
-  wrapper?: { module: string; pkg: string; replaceStaging?: boolean };
+  /**
+   * A wrapper module requiring `module@version`, then `go build` of `pkg`. `replaceStaging`: pin
+   * k8s.io/kubernetes' staging modules; `copyReplaces`: the module's own versioned `replace` lines.
+   */
+  wrapper?: { module: string; pkg: string; replaceStaging?: boolean; copyReplaces?: boolean };
   ldflags?: string;
+  /** Built only when asked for by name (the bench's peers), not by `npm test` or `npm start`. */
+  optional?: boolean;
 }
 
 export const PROGRAMS: Program[] = [
@@ -37,9 +42,19 @@ export const PROGRAMS: Program[] = [
     version: 'v1.9.1',
     install: `github.com/containernetworking/plugins/plugins/${plugin}`,
   })),
+  {
+    name: 'whereabouts',
+    version: 'v0.9.4',
+    wrapper: {
+      module: 'github.com/k8snetworkplumbingwg/whereabouts',
+      pkg: 'github.com/k8snetworkplumbingwg/whereabouts/cmd',
+      copyReplaces: true,
+    },
+    optional: true,
+  },
 ];
 
-export const DEFAULT_PROGRAMS = PROGRAMS.map((p) => p.name);
+export const DEFAULT_PROGRAMS = PROGRAMS.filter((p) => !p.optional).map((p) => p.name);
 
 export function cacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
@@ -67,14 +82,43 @@ function go(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
   return result.stdout;
 }
 
+interface Downloaded {
+  /** The module's go.mod in the module cache. */
+  GoMod: string;
+  /** The module's files in the module cache (read-only). */
+  Dir: string;
+}
+
+const download = (module: string, version: string, cwd: string): Downloaded =>
+  JSON.parse(go(['mod', 'download', '-json', `${module}@${version}`], cwd)) as Downloaded;
+
 /** `replace k8s.io/x => k8s.io/x v0.Y.Z` for every staging module k8s.io/kubernetes points at locally. */
-function stagingReplaces(module: string, version: string, cwd: string): string[] {
-  const info = JSON.parse(go(['mod', 'download', '-json', `${module}@${version}`], cwd)) as { GoMod: string };
-  const staging = [
-    ...readFileSync(info.GoMod, 'utf8').matchAll(/^\s*(k8s\.io\/[\w.-]+)\s+=>\s+\.\/staging\//gm),
-  ];
+function stagingReplaces(goMod: string, version: string): string[] {
+  const staging = [...goMod.matchAll(/^\s*(k8s\.io\/[\w.-]+)\s+=>\s+\.\/staging\//gm)];
   const minor = version.replace(/^v1\./, 'v0.');
   return staging.map((m) => `replace ${m[1]} => ${m[1]} ${minor}`);
+}
+
+/** The module's own `replace a => b vX` lines (a replace is honoured only in the main module). */
+function copiedReplaces(goMod: string): string[] {
+  const single = [...goMod.matchAll(/^replace\s+(\S+(?:\s+v\S+)?\s+=>\s+\S+\s+v\S+)\s*$/gm)];
+  const block = /^replace\s*\(([^)]*)\)/m.exec(goMod)?.[1] ?? '';
+  const inBlock = [...block.matchAll(/^\s*(\S+(?:\s+v\S+)?\s+=>\s+\S+\s+v\S+)\s*$/gm)];
+  return [...single, ...inBlock].map((m) => `replace ${m[1]}`);
+}
+
+function replacesFor(program: Program, dir: string): string[] {
+  const wrapper = program.wrapper;
+  if (!wrapper?.replaceStaging && !wrapper?.copyReplaces) return [];
+  const goMod = readFileSync(download(wrapper.module, program.version, dir).GoMod, 'utf8');
+  return wrapper.replaceStaging ? stagingReplaces(goMod, program.version) : copiedReplaces(goMod);
+}
+
+/** Where a wrapper program's module lies in the Go module cache (e.g. to read its manifests). */
+export function programModuleDir(name: string): string {
+  const program = PROGRAMS.find((p) => p.name === name);
+  if (!program?.wrapper) throw new Error(`${name} is not a wrapper program`);
+  return download(program.wrapper.module, program.version, cacheRoot()).Dir;
 }
 
 function buildWrapper(program: Program, out: string): void {
@@ -82,7 +126,7 @@ function buildWrapper(program: Program, out: string): void {
   if (!wrapper) return;
   const dir = join(cacheRoot(), 'src', `${program.name}-${program.version}`);
   mkdirSync(dir, { recursive: true });
-  const replaces = wrapper.replaceStaging ? stagingReplaces(wrapper.module, program.version, dir) : [];
+  const replaces = replacesFor(program, dir);
   writeFileSync(
     join(dir, 'go.mod'),
     [

@@ -1,0 +1,42 @@
+// What netlease holds on to: the shim's CPU per call, the workers' resident memory, and the
+// control worker's memory per open lease (N cold ADDs left open, RSS read before and after).
+import { SHIM } from '../../tools/cni-dir';
+import { runToEnd } from '../../tools/processes';
+import { lanesUntil } from './phases';
+import { freshPod, type Plugin } from './plugins';
+import { rssMiB, waitedChildrenCpuMs } from './proc';
+
+/** CPU ms per VERSION call: the shim alone (it answers VERSION itself). */
+export async function shimVersionCpu(calls: number): Promise<number> {
+  const before = waitedChildrenCpuMs();
+  const env = { CNI_COMMAND: 'VERSION' };
+  for (let i = 0; i < calls; i++) await runToEnd(SHIM, [], { env, input: '{"cniVersion":"1.1.0"}' });
+  return (waitedChildrenCpuMs() - before) / calls;
+}
+
+export interface OpenLeases {
+  wanted: number;
+  /** Leases opened (fewer than wanted when the time budget ran out). */
+  count: number;
+  rssBefore: number;
+  rssAfter: number;
+  perLeaseMiB: number;
+}
+
+/** Up to `count` cold ADDs with no DEL, `lanes` in flight; the control worker's RSS before and after. */
+/** The control worker's RSS with `wanted` more open leases: measured, or extrapolated if fewer opened. */
+export const rssWithWanted = (o: OpenLeases): number => o.rssBefore + o.perLeaseMiB * o.wanted;
+
+export async function openLeases(
+  cold: Plugin,
+  controlPid: number,
+  count: number,
+  lanes: number,
+  budgetMs: number,
+): Promise<OpenLeases> {
+  const rssBefore = rssMiB(controlPid);
+  const opened = await lanesUntil(count, lanes, budgetMs, () => cold.call('ADD', freshPod()));
+  const rssAfter = rssMiB(controlPid);
+  const perLeaseMiB = (rssAfter - rssBefore) / opened;
+  return { wanted: count, count: opened, rssBefore, rssAfter, perLeaseMiB };
+}

@@ -1,0 +1,100 @@
+// The bench's output: one table (a row per plugin and mode), then the per-process CPU, the
+// shim, memory, Temporal hops, and each target beside the figure it is about.
+import { getHeapStatistics } from 'node:v8';
+import { rssWithWanted, type OpenLeases } from './footprint';
+import {
+  addsPerSecond,
+  cpuBreakdown,
+  cpuPerPair,
+  ms,
+  percentile,
+  table,
+  targetLines,
+  type Row,
+  type Target,
+} from './figures';
+
+export interface Measured {
+  /** A row per plugin and mode, ptp last. */
+  rows: Row[];
+  /** Why there is no pre-produced row. */
+  missing?: string;
+  hops: string[];
+  shimVersion: number;
+  rss: { agent: number; control: number };
+  open: OpenLeases;
+  lanes: number;
+}
+
+/** The shim's CPU per ADD or DEL: the only executable a netlease row runs. */
+function shimPerCall(row: Row | undefined): number {
+  if (!row?.busy) return NaN;
+  const calls = 2 * (row.seq.pairs + row.busy.pairs);
+  return ((row.seq.cpu.executables ?? 0) + (row.busy.cpu.executables ?? 0)) / calls;
+}
+
+const most = (what: string, limit: number, unit: string, value: number | undefined): Target => ({
+  what,
+  limit: `≤ ${limit}${unit}`,
+  value,
+  ok: (v) => v <= limit,
+});
+
+function targets(m: Measured): Target[] {
+  const rows = m.rows;
+  const pre = rows.find((r) => r.label === 'netlease pre-produced');
+  const cold = rows.find((r) => r.label === 'netlease cold');
+  const ptp = rows.find((r) => r.label === 'netlease ptp (cold)');
+  const at = (values: number[] | undefined, p: number) => (values ? percentile(values, p) : undefined);
+  const busy = `@${m.lanes}`;
+  const extrapolated = m.open.count < m.open.wanted ? ' (extrapolated)' : '';
+  return [
+    most('pre-produced ADD seq p50', 15, ' ms', at(pre?.seq.adds, 0.5)),
+    most(`pre-produced ADD ${busy} p50`, 100, ' ms', at(pre?.busy?.adds, 0.5)),
+    most(`pre-produced ADD ${busy} p99`, 400, ' ms', at(pre?.busy?.adds, 0.99)),
+    {
+      what: `pre-produced ADD/s ${busy} with DELs`,
+      limit: '≥ 60',
+      value: pre?.busy ? addsPerSecond(pre.busy) : undefined,
+      ok: (v) => v >= 60,
+    },
+    most('pre-produced CPU per ADD+DEL', 30, ' ms', pre ? cpuPerPair(pre) : undefined),
+    most('cold ADD seq p50', 60, ' ms', at(cold?.seq.adds, 0.5)),
+    most('ptp ADD seq p50', 60, ' ms', at(ptp?.seq.adds, 0.5)),
+    most('shim CPU per ADD/DEL call', 3, ' ms', shimPerCall(cold)),
+    most('node agent RSS', 150, ' MiB', m.rss.agent),
+    most(
+      `control worker RSS, ${m.open.wanted} more open leases${extrapolated}`,
+      600,
+      ' MiB',
+      rssWithWanted(m.open),
+    ),
+  ];
+}
+
+/** The Temporal SDK's default workflow cache for this Node's heap limit (worker-options.js). */
+function workflowCache(): string {
+  const heapMiB = getHeapStatistics().heap_size_limit / 2 ** 20;
+  const leases = Math.max(Math.floor((Math.max(heapMiB - 200, 0) * 600) / 1024), 10);
+  return `the SDK caches up to ${leases} workflows by default (heap limit ${heapMiB.toFixed(0)} MiB)`;
+}
+
+export function report(m: Measured): string {
+  const { rows } = m;
+  const cold = rows.find((r) => r.label === 'netlease cold');
+  return [
+    table(rows, m.lanes),
+    m.missing ? `pre-produced: not available (${m.missing})` : '',
+    'CPU ms per ADD+DEL by process (executables: the plugin binaries / shims this process ran):',
+    ...rows.map((r) => `  ${cpuBreakdown(r)}`),
+    `shim CPU per call: VERSION ${ms(m.shimVersion)} ms, ADD/DEL ${ms(shimPerCall(cold))} ms`,
+    `RSS after the runs: node agent ${m.rss.agent.toFixed(0)} MiB, control worker ${m.rss.control.toFixed(0)} MiB`,
+    `control worker RSS ${m.open.rssBefore.toFixed(0)} → ${m.open.rssAfter.toFixed(0)} MiB with ${m.open.count} more open leases (cold ADDs, no DEL): ${(m.open.perLeaseMiB * 1024).toFixed(0)} KiB per lease; ${workflowCache()}`,
+    'Temporal hops (events the call added to each workflow history; timeline in ms from the call):',
+    ...m.hops.map((h) => `  ${h}`),
+    'targets (2-core machine):',
+    ...targetLines(targets(m)),
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
+}

@@ -1,0 +1,131 @@
+// `npm run bench`: host-local, whereabouts and netlease measured in one run, their phases
+// interleaved, each through its real executable. Prints one table and the targets; asserts nothing.
+// NETLEASE_BENCH_UNTUNED=1 runs the Temporal dev server without the tuning flags (for before/after).
+import { mkdtempSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { TemporalConnectionSchema } from '../../domain/config';
+import { connectClient } from '../../temporal/connection';
+import { ensureProgram, PROGRAMS } from '../../tools/programs';
+import { deleteAllNetns, makeNetns } from '../harness/netns';
+import { report, type Measured } from './report';
+import type { Row } from './figures';
+import { emptyResult, inFlight, merged, sequential } from './phases';
+import {
+  hostLocal,
+  netleaseCold,
+  netleasePreProduced,
+  whereabouts,
+  type BenchPod,
+  type Plugin,
+} from './plugins';
+import { preProducedPods } from './pre-produce';
+import { ptpPlugin } from './ptp-path';
+import { openLeases, shimVersionCpu } from './footprint';
+import { rssMiB } from './proc';
+import { hopSamples } from './hop-samples';
+import { removeDir, startStack, type BenchStack } from './stack';
+
+/** NETLEASE_BENCH_SCALE=0.1: a quick run with a tenth of the calls (figures less stable). */
+const SCALE = Number(process.env.NETLEASE_BENCH_SCALE ?? 1) || 1;
+const scaled = (n: number) => Math.max(1, Math.round(n * SCALE));
+const SEQ_ROUNDS = 4;
+const SEQ_PER_ROUND = scaled(50);
+const BUSY_ROUNDS = 2;
+const BUSY_PER_ROUND = scaled(200);
+const LANES = 16;
+/** A slow peer stops starting pairs after this long in one 16-in-flight round. */
+const BUSY_BUDGET_MS = 45_000;
+const PTP_PODS = scaled(30);
+const OPEN_LEASES = scaled(2000);
+/** Opening stops after this long; the RSS at OPEN_LEASES is then extrapolated. */
+const OPEN_BUDGET_MS = 120_000;
+const PRE_PRODUCED = SEQ_ROUNDS * SEQ_PER_ROUND + BUSY_ROUNDS * BUSY_PER_ROUND + 1;
+
+const say = (line: string) => console.log(`bench: ${line}`);
+
+async function warmUp(plugins: Plugin[]): Promise<void> {
+  for (const plugin of plugins) await sequential(plugin, 3);
+}
+
+/** The phases, alternating between the plugins round by round; a row per plugin. */
+async function interleaved(plugins: Plugin[]): Promise<Row[]> {
+  const rows: Row[] = plugins.map((p) => ({ label: p.label, seq: emptyResult(), busy: emptyResult() }));
+  for (let round = 1; round <= SEQ_ROUNDS; round++) {
+    say(`sequential round ${round}/${SEQ_ROUNDS}`);
+    for (const [i, p] of plugins.entries()) {
+      const row = rows[i] as Row;
+      row.seq = merged(row.seq, await sequential(p, SEQ_PER_ROUND));
+    }
+  }
+  for (let round = 1; round <= BUSY_ROUNDS; round++) {
+    say(`${LANES} in flight round ${round}/${BUSY_ROUNDS}`);
+    for (const [i, p] of plugins.entries()) {
+      const row = rows[i] as Row;
+      row.busy = merged(row.busy ?? emptyResult(), await inFlight(p, BUSY_PER_ROUND, LANES, BUSY_BUDGET_MS));
+    }
+  }
+  return rows;
+}
+
+/** Pods whose leases the agent produced, or why there are none. */
+async function preProduced(stack: BenchStack, client: Client): Promise<BenchPod[] | string> {
+  if (stack.preProduceMissing) return stack.preProduceMissing;
+  say(`creating ${PRE_PRODUCED} pods on the node; waiting for their leases to be Produced`);
+  return preProducedPods(stack.clients, client, PRE_PRODUCED, 300_000);
+}
+
+async function measure(stack: BenchStack, client: Client, root: boolean): Promise<Measured> {
+  const cold = netleaseCold(stack);
+  const peers = [hostLocal(stack.dir), whereabouts(stack), cold];
+  say('warming up (3 ADD+DEL each, not counted)');
+  await warmUp(peers);
+  const prepared = await preProduced(stack, client);
+  const pre = typeof prepared === 'string' ? undefined : netleasePreProduced(stack, prepared);
+  const plugins = pre ? [...peers.slice(0, 2), pre, cold] : peers;
+  const rows = await interleaved(plugins);
+  say(root ? `ptp: ${PTP_PODS} pods, sequential` : 'ptp: skipped (not root: no network namespaces)');
+  const ptp = root ? await ptpPlugin(stack, PTP_PODS + 1) : undefined;
+  if (ptp) rows.push({ label: ptp.label, seq: await sequential(ptp, PTP_PODS) });
+  say('Temporal hops of one ADD and DEL');
+  const hops = await hopSamples(client, [cold, pre, ptp]);
+  const shimVersion = await shimVersionCpu(200);
+  const pids = stack.pids();
+  const rss = { agent: rssMiB(pids.agent), control: rssMiB(pids.control) };
+  say(`opening ${OPEN_LEASES} leases (cold ADDs, no DEL) for the control worker's memory per lease`);
+  const open = await openLeases(cold, pids.control, OPEN_LEASES, LANES, OPEN_BUDGET_MS);
+  const missing = typeof prepared === 'string' ? prepared : undefined;
+  return { rows, missing, hops, shimVersion, rss, open, lanes: LANES };
+}
+
+async function main(): Promise<void> {
+  const program = PROGRAMS.find((p) => p.name === 'whereabouts');
+  if (program) ensureProgram(program);
+  const root = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-bench-'));
+  const tuned = process.env.NETLEASE_BENCH_UNTUNED !== '1';
+  say(`${cpus().length} cores, load ${loadavg()[0]?.toFixed(1)}; dev server ${tuned ? 'tuned' : 'untuned'}`);
+  let stack: BenchStack | undefined;
+  let client: Client | undefined;
+  let ok = false;
+  try {
+    const host = root ? await makeNetns('bench-host') : undefined;
+    stack = await startStack(dir, host?.name, tuned);
+    client = await connectClient(TemporalConnectionSchema.parse({ address: stack.temporal.address }));
+    console.log(report(await measure(stack, client, root)));
+    say(`load at the end ${loadavg()[0]?.toFixed(1)}`);
+    ok = true;
+  } finally {
+    await client?.connection.close();
+    await stack?.stop();
+    await deleteAllNetns();
+    if (ok) removeDir(dir);
+    else console.error(`bench: logs kept in ${dir}`);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

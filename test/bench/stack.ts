@@ -1,0 +1,144 @@
+// The processes a node with netlease runs, each its own process so CPU and memory are its own:
+// Temporal dev server, etcd + kube-apiserver, the control worker and the node agent (CNI API and
+// ptp activities), all tracked by PID; logs and configs in one temp dir.
+import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { NodeAgentConfigSchema } from '../../domain/config';
+import { connectKube, type KubeClients } from '../../kubernetes/kube';
+import { startLocalKube, type LocalKube } from '../../tools/kube-apiserver';
+import { freePort, startTracked, stopPid, waitFor, type Tracked } from '../../tools/processes';
+import { startDevServer, type DevServer } from '../../tools/temporal-server';
+import { applyWhereaboutsCrds } from './whereabouts-crds';
+
+export const NODE = 'bench-node';
+export const POOL = 'bench';
+/** The CNI network name of the ipam rows; pre-produced leases are started for it. */
+export const NETWORK = 'bench';
+export const TASK_QUEUE = 'bench';
+
+export type StackPids = Record<'temporal' | 'etcd' | 'apiserver' | 'control' | 'agent', number>;
+
+export interface BenchStack {
+  dir: string;
+  temporal: DevServer;
+  kube: LocalKube;
+  clients: KubeClients;
+  control: Tracked;
+  agent: Tracked;
+  agentSocket: string;
+  deleteQueue: string;
+  /** Why pre-produced ADDs cannot be measured, or undefined when the agent pre-produces. */
+  preProduceMissing?: string;
+  /** The long-lived processes, by name. */
+  pids(): StackPids;
+  stop(): Promise<void>;
+}
+
+/** The compiled tree (dist/). */
+const DIST = join(__dirname, '..', '..');
+
+/** `node <entry> --config <file>`, output to `<dir>/<name>.log`; resolves once `ready` is logged. */
+async function startNodeProcess(dir: string, name: string, entry: string, config: object, ready: string) {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  const log = join(dir, `${name}.log`);
+  const fd = openSync(log, 'a');
+  const tracked = startTracked(process.execPath, [join(DIST, entry), '--config', file], {
+    stdio: ['ignore', fd, fd],
+  });
+  let exited = false;
+  void tracked.exited.then(() => (exited = true));
+  await waitFor(() => exited || readFileSync(log, 'utf8').includes(ready), 60000, 100);
+  if (exited || !readFileSync(log, 'utf8').includes(ready)) {
+    await stopPid(tracked.pid);
+    throw new Error(`${name} did not start: ${readFileSync(log, 'utf8').slice(-2000)}`);
+  }
+  return tracked;
+}
+
+function controlConfig(address: string, kubeconfig: string): object {
+  return {
+    temporal: { address, taskQueue: TASK_QUEUE },
+    pools: [{ name: POOL, cidrs: ['198.18.0.0/16'] }],
+    // No reconciler pass during the run: the bench's pod-less leases stay open until it ends.
+    kubernetes: { kubeconfig, reconcileIntervalSeconds: 3600 },
+  };
+}
+
+/** The pre-produce section is only written when the agent's schema knows it (it is strict). */
+function agentConfig(stack: { address: string; kubeconfig: string; hostNetns?: string; dir: string }) {
+  const preProduce = 'preProduce' in NodeAgentConfigSchema.shape;
+  const base = {
+    temporal: { address: stack.address },
+    nodeName: NODE,
+    hostNetns: stack.hostNetns,
+    cniSocket: join(stack.dir, 'cni.sock'),
+    deleteQueue: join(stack.dir, 'del-queue'),
+  };
+  if (!preProduce) return { config: base, missing: "the node agent's config has no preProduce section" };
+  const extra = {
+    kubernetes: { kubeconfig: stack.kubeconfig },
+    preProduce: { network: NETWORK, pool: POOL, mode: 'ipam', ifName: 'eth0' },
+  };
+  return { config: { ...base, ...extra }, missing: undefined };
+}
+
+export async function startStack(
+  dir: string,
+  hostNetns: string | undefined,
+  tuned: boolean,
+): Promise<BenchStack> {
+  mkdirSync(dir, { recursive: true });
+  const [temporal, kube] = await Promise.all([
+    startDevServer({ port: await freePort(), tuned, logFd: openSync(join(dir, 'temporal.log'), 'a') }),
+    startLocalKube({ dir: join(dir, 'kube'), logFd: openSync(join(dir, 'kube.log'), 'a') }),
+  ]);
+  const started: Tracked[] = [temporal.process, ...kube.processes];
+  const stopAll = async () => {
+    for (const p of started.reverse()) await stopPid(p.pid);
+  };
+  try {
+    const clients = await connectKube(kube.kubeconfig);
+    await clients.core.createNode({ body: { metadata: { name: NODE } } });
+    await applyWhereaboutsCrds(clients);
+    const control = await startNodeProcess(
+      dir,
+      'control',
+      'worker/control.js',
+      controlConfig(temporal.address, kube.kubeconfig),
+      'netlease control worker: task queue',
+    );
+    started.push(control);
+    const agentSetup = { address: temporal.address, kubeconfig: kube.kubeconfig, hostNetns, dir };
+    const { config, missing } = agentConfig(agentSetup);
+    const agent = await startNodeProcess(dir, 'node-agent', 'worker/node-agent.js', config, 'CNI API on');
+    started.push(agent);
+    return {
+      dir,
+      temporal,
+      kube,
+      clients,
+      control,
+      agent,
+      agentSocket: join(dir, 'cni.sock'),
+      deleteQueue: join(dir, 'del-queue'),
+      preProduceMissing: missing,
+      pids: () => ({
+        temporal: temporal.pid,
+        // startLocalKube lists the apiserver, then etcd.
+        etcd: kube.pids[1] ?? 0,
+        apiserver: kube.pids[0] ?? 0,
+        control: control.pid,
+        agent: agent.pid,
+      }),
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
