@@ -1,22 +1,9 @@
 // The Temporal SDK runtime of a netlease process: its logger writes our JSON lines, Core's own
 // log lines are forwarded to it, and with metrics on Core exports its temporal_* metrics on a
 // loopback port that /metrics merges in. Must run before any worker or native connection.
-import { createServer } from 'node:net';
 import { Runtime } from '@temporalio/worker';
 import { sdkLogger, type Log } from './log';
-
-/** A loopback TCP port nobody listens on right now. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from './ports';
 
 export interface InstalledRuntime {
   /** Where Core serves its Prometheus metrics, when metrics are on. */
@@ -24,7 +11,7 @@ export interface InstalledRuntime {
 }
 
 export async function installRuntime(log: Log, metrics: boolean): Promise<InstalledRuntime> {
-  const port = metrics ? await freeLoopbackPort() : undefined;
+  const port = metrics ? await freePort() : undefined;
   Runtime.install({
     logger: sdkLogger(log),
     telemetryOptions: {

@@ -1,7 +1,6 @@
 // Child processes we start: tracked by PID, stopped by PID, waited on with a deadline.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 export interface Tracked {
   pid: number;
@@ -68,18 +67,7 @@ export async function waitFor(predicate: () => boolean | Promise<boolean>, timeo
   }
 }
 
-/** A loopback TCP port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../observability/ports';
 
 /**
  * Stops processes a previous run recorded in `pidFile` and left behind (a killed test run or

@@ -1,0 +1,15 @@
+// Loopback ports for the servers a process starts (the SDK's metrics exporter, tests' servers).
+import { createServer } from 'node:net';
+
+/** A loopback TCP port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
