@@ -106,12 +106,18 @@ export async function startStack(
       'control',
       'worker/control.js',
       controlConfig(temporal.address, kube.kubeconfig),
-      'netlease control worker: task queue',
+      '"msg":"control worker started"',
     );
     started.push(control);
     const agentSetup = { address: temporal.address, kubeconfig: kube.kubeconfig, hostNetns, dir };
     const { config, missing } = agentConfig(agentSetup);
-    const agent = await startNodeProcess(dir, 'node-agent', 'worker/node-agent.js', config, 'CNI API on');
+    const agent = await startNodeProcess(
+      dir,
+      'node-agent',
+      'worker/node-agent.js',
+      config,
+      '"msg":"CNI API listening"',
+    );
     started.push(agent);
     return {
       dir,
