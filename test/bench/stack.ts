@@ -69,7 +69,8 @@ function controlConfig(address: string, kubeconfig: string): object {
 function agentConfig(stack: { address: string; kubeconfig: string; hostNetns?: string; dir: string }) {
   const preProduce = 'preProduce' in NodeAgentConfigSchema.shape;
   const base = {
-    temporal: { address: stack.address },
+    // The control plane's task queue: pre-produced leases must start where its worker polls.
+    temporal: { address: stack.address, taskQueue: TASK_QUEUE },
     nodeName: NODE,
     hostNetns: stack.hostNetns,
     cniSocket: join(stack.dir, 'cni.sock'),
