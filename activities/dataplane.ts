@@ -1,7 +1,8 @@
-// The node agent's activities: activate and deactivate one attachment in ptp mode.
+// The node agent's activities: activate and deactivate one attachment in ptp mode; end an offer.
 import { ApplicationFailure } from '@temporalio/common';
 import { DataplaneFailure, type AttachmentInput, type DataplaneActivities } from '../domain/dataplane';
-import { isInterfaceName, type ActivatedLinks } from '../domain/lease';
+import { isInterfaceName, type ActivatedLinks, type ConsumeRequest } from '../domain/lease';
+import type { OfferRevocation } from '../domain/offer';
 import { configureHostEnd, configurePodEnd, enableForwarding } from '../kernel/addressing';
 import { pauseAfter } from '../kernel/failpoint';
 import type { Netns } from '../kernel/ip';
@@ -12,6 +13,8 @@ import { ensureVethPair, removeVethPair } from '../kernel/veth';
 export interface NodeAgentDeps {
   /** The host side's network namespace; undefined: the agent's own. */
   hostNetns: Netns;
+  /** The agent's offers (cni/offers); an agent that pre-produces nothing has none. */
+  offers?: { revoke(leaseId: string, run: string): Promise<ConsumeRequest | undefined> };
 }
 
 function validate(input: AttachmentInput): void {
@@ -30,7 +33,7 @@ function validate(input: AttachmentInput): void {
   }
 }
 
-export function createDataplaneActivities({ hostNetns }: NodeAgentDeps): DataplaneActivities {
+export function createDataplaneActivities({ hostNetns, offers }: NodeAgentDeps): DataplaneActivities {
   return {
     async activateAttachment(input: AttachmentInput): Promise<ActivatedLinks> {
       validate(input);
@@ -53,6 +56,10 @@ export function createDataplaneActivities({ hostNetns }: NodeAgentDeps): Datapla
       const names = attachmentLinkNames(containerId, ifName);
       const podNetns = netns.startsWith('/') && (await netnsExists(netns));
       await removeVethPair(hostNetns, netns, ifName, names, podNetns);
+    },
+
+    async revokeOffer({ leaseId, run }: OfferRevocation): Promise<ConsumeRequest | null> {
+      return (await offers?.revoke(leaseId, run)) ?? null;
     },
   };
 }

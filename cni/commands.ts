@@ -14,6 +14,7 @@ import { collectGarbage } from './gc';
 import { leaseStart, nodeNameOf } from './identity';
 import { SUPPORTED_VERSIONS, validAttachments, type NetConf } from './netconf';
 import { buildResult, convertResult } from './result';
+import type { OfferBook } from './offers';
 import { liveNodeAgents } from './status';
 import { withTemporal } from './temporal';
 
@@ -23,7 +24,12 @@ function run<T>(conf: NetConf, fn: (client: Client) => Promise<T>): Promise<T> {
   return withTemporal(conf.settings.temporal, conf.settings.timeoutSeconds, fn);
 }
 
-export async function add(env: CniEnv, conf: NetConf): Promise<Output> {
+/** What a call may use besides Temporal: the node agent's offers (none outside a node agent). */
+export interface CniContext {
+  offers?: OfferBook;
+}
+
+export async function add(env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
   const start = leaseStart(env, conf);
   const routes = conf.settings.routes;
   const request = {
@@ -32,21 +38,23 @@ export async function add(env: CniEnv, conf: NetConf): Promise<Output> {
     ifName: env.ifName,
     ...(routes ? { routes } : {}),
   };
-  const grant = await run(conf, (client) =>
-    consumeLease(client, conf.settings.temporal.taskQueue, start, request),
-  );
+  // A pre-produced lease's first ADD is answered from the agent's offer; it confirms it right after.
+  const grant =
+    (await offers?.take(start, request, conf.settings.temporal)) ??
+    (await run(conf, (client) => consumeLease(client, conf.settings.temporal.taskQueue, start, request)));
   const result = buildResult(
     conf.cniVersion,
     grant.addresses,
     routesFor(grant.addresses, routes),
-    grant.links,
+    'links' in grant ? grant.links : undefined,
   );
   return convertResult(result, conf.cniVersion);
 }
 
-export async function del(env: CniEnv, conf: NetConf): Promise<Output> {
+export async function del(env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
   const start = leaseStart(env, conf);
   const workflowId = leaseWorkflowId(start.podUid, start.ifName);
+  await offers?.settled(workflowId); // an ADD answered from the offer reaches the lease first
   await run(conf, (client) => deactivateAttachment(client, workflowId, env.containerId, env.ifName));
   return undefined;
 }
@@ -54,9 +62,11 @@ export async function del(env: CniEnv, conf: NetConf): Promise<Output> {
 async function leaseAttachment(
   env: CniEnv,
   conf: NetConf,
+  { offers }: CniContext,
 ): Promise<{ state: LeaseState; attachment: Attachment }> {
   const start = leaseStart(env, conf);
   const workflowId = leaseWorkflowId(start.podUid, start.ifName);
+  await offers?.settled(workflowId);
   const state = await run(conf, (client) => leaseStateOf(client, workflowId));
   const attachment = state?.attachments.find(
     (a) => a.containerId === env.containerId && a.ifName === env.ifName,
@@ -67,11 +77,11 @@ async function leaseAttachment(
   return { state, attachment };
 }
 
-export async function check(env: CniEnv, conf: NetConf): Promise<Output> {
+export async function check(env: CniEnv, conf: NetConf, context: CniContext = {}): Promise<Output> {
   if (conf.cniVersion.startsWith('0.3.')) {
     throw new CniError(CniCode.incompatibleVersion, `CHECK is not defined for CNI ${conf.cniVersion}`);
   }
-  const { state, attachment } = await leaseAttachment(env, conf);
+  const { state, attachment } = await leaseAttachment(env, conf, context);
   if (attachment.status !== 'active') {
     throw new CniError(CniCode.checkMismatch, `attachment is ${attachment.status} (lease ${state.phase})`);
   }
@@ -101,8 +111,9 @@ function prevResultAddresses(prevResult: unknown): string[] {
   return ips.map((ip) => ip.address).filter((a): a is string => typeof a === 'string');
 }
 
-export async function gc(_env: CniEnv, conf: NetConf): Promise<Output> {
+export async function gc(_env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
   const valid = validAttachments(conf.raw);
+  await offers?.allSettled(); // answered sandboxes are in their leases before any is judged
   await run(conf, (client) => collectGarbage(client, conf, nodeNameOf(conf), valid));
   return undefined;
 }

@@ -15,7 +15,11 @@ export interface CniAnswer {
   stdout: string;
 }
 
-async function dispatch(env: CniEnv, stdin: string): Promise<Record<string, unknown> | undefined> {
+async function dispatch(
+  env: CniEnv,
+  stdin: string,
+  context: commands.CniContext,
+): Promise<Record<string, unknown> | undefined> {
   if (env.command === 'VERSION') {
     const requested = stdin.trim() ? requestedVersion(decodeJson(stdin)) : '1.1.0';
     checkVersion(requested);
@@ -24,20 +28,23 @@ async function dispatch(env: CniEnv, stdin: string): Promise<Record<string, unkn
   const conf = parseNetConf(decodeJson(stdin));
   switch (env.command) {
     case 'ADD':
-      return commands.add(env, conf);
+      return commands.add(env, conf, context);
     case 'DEL':
-      return commands.del(env, conf);
+      return commands.del(env, conf, context);
     case 'CHECK':
-      return commands.check(env, conf);
+      return commands.check(env, conf, context);
     case 'STATUS':
       return commands.status(env, conf);
     case 'GC':
-      return commands.gc(env, conf);
+      return commands.gc(env, conf, context);
   }
 }
 
 /** Never throws: every failure is a CNI error on stdout with exit code 1. */
-export async function handleCniCall({ env, stdin }: CniCall): Promise<CniAnswer> {
+export async function handleCniCall(
+  { env, stdin }: CniCall,
+  context: commands.CniContext = {},
+): Promise<CniAnswer> {
   let version = '1.1.0';
   try {
     try {
@@ -45,7 +52,7 @@ export async function handleCniCall({ env, stdin }: CniCall): Promise<CniAnswer>
     } catch {
       // decoded again below, where a failure becomes error 6
     }
-    const output = await dispatch(readEnv(env), stdin);
+    const output = await dispatch(readEnv(env), stdin, context);
     return { exitCode: 0, stdout: output ? `${JSON.stringify(output)}\n` : '' };
   } catch (err) {
     const error = err instanceof CniError ? err : new CniError(999, (err as Error)?.message ?? String(err));

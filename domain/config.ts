@@ -185,6 +185,7 @@ export type NetleaseConfig = z.infer<typeof NetleaseConfigSchema>;
 
 export const DEFAULT_CNI_SOCKET = '/run/netlease/cni.sock';
 export const DEFAULT_DELETE_QUEUE = '/var/lib/netlease/cni-del-queue';
+export const DEFAULT_OFFER_DIR = '/var/lib/netlease/offers';
 /** A unix socket path fits sockaddr_un (108 bytes with its NUL). */
 export const AbsolutePath = z
   .string()
@@ -214,6 +215,8 @@ export const NodeAgentConfigSchema = z
     cniSocket: AbsolutePath.default(DEFAULT_CNI_SOCKET),
     /** DELs waiting to be applied (the network config's deleteQueue). */
     deleteQueue: AbsolutePath.default(DEFAULT_DELETE_QUEUE),
+    /** Offers of pre-produced leases, held on disk to answer the pods' first ADDs (domain/offer). */
+    offerDir: AbsolutePath.default(DEFAULT_OFFER_DIR),
     /** Reading pods bound to this node (pre-produce); kubeconfig omitted: in-cluster. */
     kubernetes: z
       .object({ kubeconfig: z.string().min(1).optional() })

@@ -25,3 +25,6 @@ export const acquireBlockUpdateId = (
   family: number,
   seq: number,
 ): string => `acquire/${node}/${incarnation}/${family}/${seq}`;
+/** The node agent's confirmation of an ADD it answered from its offer: one per sandbox and run. */
+export const offerUpdateId = (containerId: string, ifName: string, run: string): string =>
+  `offer/${containerId}/${ifName}/${run}`;

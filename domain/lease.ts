@@ -66,6 +66,8 @@ export const ConsumeSchema = z.object({
   ifName,
   /** Routes from the network config; omitted: a default route per family via the gateway. */
   routes: z.array(RouteSchema).max(256).optional(),
+  /** The node agent answered this ADD from its offer already; it confirms it (the offer is spent). */
+  fromOffer: z.boolean().optional(),
 });
 export type ConsumeRequest = z.infer<typeof ConsumeSchema>;
 

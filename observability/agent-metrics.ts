@@ -53,3 +53,16 @@ export const preProduced = new Counter({
   labelNames: ['result'] as const,
   registers: [agentRegistry],
 });
+
+export const offersHeld = new Gauge({
+  name: 'netlease_offers_held',
+  help: "Pre-produced leases whose grant the node agent holds on disk to answer the pod's first ADD.",
+  registers: [agentRegistry],
+});
+
+export const offerEvents = new Counter({
+  name: 'netlease_offer_events_total',
+  help: 'Offers by event: held, answered (an ADD answered from disk), confirmed, refused (the lease ended first), revoked.',
+  labelNames: ['event'] as const,
+  registers: [agentRegistry],
+});

@@ -6,6 +6,7 @@ import { ip, netnsPath } from '../kernel/ip';
 import { netnsExists } from '../kernel/netns';
 import { NodeAgentConfigSchema } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
+import { NODE_AGENT_NODE_FLAGS } from '../worker/process-flags';
 import { writeCniDir, type CniDir } from './cni-dir';
 import { type Tracked } from './processes';
 import { startReadable } from './readable-log';
@@ -54,7 +55,12 @@ export async function startDevNode(
   const cni = writeCniDir(join(stateDir, 'cni'), { [conflist.name]: conflist });
 
   console.log('netlease: starting the node agent');
-  const args = [join(root, 'dist', 'worker', 'node-agent.js'), '--config', configPath];
+  const args = [
+    ...NODE_AGENT_NODE_FLAGS,
+    join(root, 'dist', 'worker', 'node-agent.js'),
+    '--config',
+    configPath,
+  ];
   return {
     startAgent: () => startReadable(process.execPath, args),
     cni,

@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { connectKube, isNotFound } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
+import { CONTROL_WORKER_NODE_FLAGS } from '../worker/process-flags';
 import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
 import { stopLeftovers, stopPid, type Tracked } from './processes';
@@ -68,7 +69,12 @@ async function main(): Promise<void> {
   const events = { restarted: save, gaveUp: (reason: string) => void stop(reason) };
 
   console.log('netlease: starting the control worker');
-  const controlArgs = [join(root, 'dist', 'worker', 'control.js'), '--config', effectivePath];
+  const controlArgs = [
+    ...CONTROL_WORKER_NODE_FLAGS,
+    join(root, 'dist', 'worker', 'control.js'),
+    '--config',
+    effectivePath,
+  ];
   workers.push(supervise('control worker', () => startReadable(process.execPath, controlArgs), events));
   save();
   const node = await startDevNode(root, stateDir, config.temporal.address, effective.kubernetes?.kubeconfig);

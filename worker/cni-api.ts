@@ -7,6 +7,7 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { hostname } from 'node:os';
 import { handleCniCall, type CniAnswer } from '../cni/handle';
+import type { CniContext } from '../cni/commands';
 import { closeTemporalClients } from '../cni/temporal';
 import { leaseWorkflowId } from '../domain/ids';
 import {
@@ -28,6 +29,8 @@ export interface CniApiOptions {
   socket: string;
   deleteQueue: string;
   log?: Log;
+  /** What calls may use besides Temporal: the agent's offers of pre-produced leases (cni/offers). */
+  context?: CniContext;
 }
 
 export interface CniApi {
@@ -78,9 +81,14 @@ export function callFields(call: QueuedCall): Record<string, string> {
 }
 
 /** A DEL that cannot reach Temporal is queued and succeeds: no deletion is ever lost. */
-async function answer(call: QueuedCall, deleteQueue: string, log: Log): Promise<CniAnswer> {
+async function answer(
+  call: QueuedCall,
+  deleteQueue: string,
+  log: Log,
+  context: CniContext,
+): Promise<CniAnswer> {
   const started = process.hrtime.bigint();
-  let result = await handleCniCall(call);
+  let result = await handleCniCall(call, context);
   let queued = false;
   if (call.env.CNI_COMMAND === 'DEL' && tryAgainLater(result)) {
     await enqueueDelete(deleteQueue, call);
@@ -124,13 +132,14 @@ export async function serveCniApi({
   socket,
   deleteQueue,
   log = silentLog(),
+  context = {},
 }: CniApiOptions): Promise<CniApi> {
   const server = createServer((request, response) => {
     void (async () => {
       try {
         if (request.method !== 'POST' || request.url !== '/cni') throw new Error('POST /cni only');
         const call = QueuedCallSchema.parse(JSON.parse(await readBody(request)));
-        const body = JSON.stringify(await answer(call, deleteQueue, log));
+        const body = JSON.stringify(await answer(call, deleteQueue, log, context));
         response.writeHead(200, { 'content-type': 'application/json' }).end(body);
       } catch (err) {
         log.warn({ error: errorMessage(err) }, 'cni API: bad request');
@@ -144,7 +153,7 @@ export async function serveCniApi({
   await chmod(socket, 0o660);
 
   const apply = async (call: QueuedCall): Promise<Applied> => {
-    const result = await handleCniCall(call);
+    const result = await handleCniCall(call, context);
     return tryAgainLater(result) ? 'later' : 'done';
   };
   let draining: Promise<void> = Promise.resolve();

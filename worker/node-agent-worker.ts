@@ -1,7 +1,7 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
 import { hostname } from 'node:os';
 import { Worker } from '@temporalio/worker';
-import { createDataplaneActivities } from '../activities/dataplane';
+import { createDataplaneActivities, type NodeAgentDeps } from '../activities/dataplane';
 import type { NodeAgentConfig } from '../domain/config';
 import { nodeTaskQueue } from '../domain/dataplane';
 import { connectWorkerConnection } from '../temporal/connection';
@@ -13,7 +13,10 @@ export interface NodeAgent {
   close(): Promise<void>;
 }
 
-export async function createNodeAgent(config: NodeAgentConfig): Promise<NodeAgent> {
+export async function createNodeAgent(
+  config: NodeAgentConfig,
+  offers?: NodeAgentDeps['offers'],
+): Promise<NodeAgent> {
   const nodeName = config.nodeName ?? hostname();
   const connection = await connectWorkerConnection(config.temporal);
   const taskQueue = nodeTaskQueue(nodeName);
@@ -21,7 +24,7 @@ export async function createNodeAgent(config: NodeAgentConfig): Promise<NodeAgen
     connection,
     namespace: config.temporal.namespace,
     taskQueue,
-    activities: createDataplaneActivities({ hostNetns: config.hostNetns }),
+    activities: createDataplaneActivities({ hostNetns: config.hostNetns, offers }),
     shutdownGraceTime: '10 seconds',
   });
   return { worker, nodeName, taskQueue, close: () => connection.close() };

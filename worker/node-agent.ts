@@ -1,6 +1,8 @@
 // Entry point: node dist/worker/node-agent.js --config <file>   (or NETLEASE_NODE_AGENT_CONFIG=<file>)
 // The node name: `nodeName` in the file, else NETLEASE_NODE_NAME, else the host name. Logs are
 // JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
+import type { Client } from '@temporalio/client';
+import { OfferBook } from '../cni/offers';
 import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
 import { ClusterReader } from '../kubernetes/cluster-reader';
 import { connectKube } from '../kubernetes/kube';
@@ -23,7 +25,9 @@ async function main(): Promise<void> {
   const runtime = await installRuntime(log, config.metrics !== undefined);
   // A DaemonSet passes spec.nodeName through the downward API; it wins over the host name.
   const nodeName = config.nodeName ?? process.env.NETLEASE_NODE_NAME;
-  const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config);
+  const client = config.preProduce ? await connectClient(config.temporal) : undefined;
+  const offers = await offersFor(config, client, log);
+  const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config, offers);
   const nodeLog = log.child({ node: agent.nodeName });
   let metrics: MetricsServer | undefined;
   if (config.metrics) {
@@ -32,15 +36,29 @@ async function main(): Promise<void> {
   }
   nodeLog.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
   const running = agent.worker.run(); // Temporal's own SIGINT/SIGTERM handling ends it
-  const cni = await serveCniApi({ socket: config.cniSocket, deleteQueue: config.deleteQueue, log });
+  const cni = await serveCniApi({
+    socket: config.cniSocket,
+    deleteQueue: config.deleteQueue,
+    log,
+    context: { offers },
+  });
   nodeLog.info({ cniSocket: config.cniSocket, deleteQueue: config.deleteQueue }, 'CNI API listening');
-  const preProducer = await preProduceFor(config, agent.nodeName, nodeLog);
+  const preProducer = client && (await preProduceFor(config, agent.nodeName, nodeLog, client, offers));
   await running;
   preProducer?.stop();
+  offers?.close();
   await cni.close();
   await agent.close();
   await metrics?.close();
   nodeLog.info('node agent stopped');
+}
+
+/** Pre-produced ipam leases are offered to this agent to answer their first ADD (domain/offer). */
+async function offersFor(config: NodeAgentConfig, client: Client | undefined, log: Log) {
+  if (!client || config.preProduce?.mode !== 'ipam') return undefined;
+  const offers = await OfferBook.open({ dir: config.offerDir, client, temporal: config.temporal, log });
+  log.info({ offerDir: config.offerDir }, 'offers of pre-produced leases answer their first ADD');
+  return offers;
 }
 
 /** With a `preProduce` section: leases of pods bound to this node are produced before their ADD. */
@@ -48,11 +66,14 @@ async function preProduceFor(
   config: NodeAgentConfig,
   nodeName: string,
   log: Log,
+  client: Client,
+  offers: OfferBook | undefined,
 ): Promise<PreProducer | undefined> {
   if (!config.preProduce || !config.kubernetes) return undefined;
   const kube = await connectKube(config.kubernetes.kubeconfig);
   const producer = startPreProducing({
-    client: await connectClient(config.temporal),
+    client,
+    offers,
     kube,
     reader: new ClusterReader(kube.core),
     nodeName,

@@ -4,12 +4,19 @@
 // events are a quorum snapshot of the node's pods; every later hint is verified by a quorum read
 // before anything is reserved (seed 002). The reservation is bound to the pod UID (seed 003), and
 // a pod deleted before its ADD is released by the control plane's usual verified path.
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
+import type { OfferBook } from '../cni/offers';
 import type { PreProduce } from '../domain/config';
 import { shouldPreProduce } from '../domain/cluster-decisions';
 import { PodSchema, podFact, type PodFact } from '../domain/k8s';
+import { leaseWorkflowId } from '../domain/ids';
 import type { LeaseStart } from '../domain/lease';
-import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
+import { LEASE_WORKFLOW_TYPE, offerUpdate } from '../workflows/lease-messages';
 import type { ClusterReader } from '../kubernetes/cluster-reader';
 import type { KubeClients } from '../kubernetes/kube';
 import { leaseStartOptions } from '../temporal/leases';
@@ -30,6 +37,8 @@ export interface PreProduceOptions {
   nodeName: string;
   taskQueue: string;
   settings: PreProduce;
+  /** Where ipam leases' grants are held to answer their first ADD (cni/offers); none: ADD asks the lease. */
+  offers?: OfferBook;
   log?: Log;
 }
 
@@ -44,13 +53,37 @@ const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce): Le
   network: settings.network,
 });
 
+/**
+ * The produced grant of a running lease, held by this agent's offers: the lease knows (the `offer`
+ * update waits for the addresses), and revokes the offer before it gives them back.
+ */
+export async function offerLease(
+  client: Client,
+  offers: OfferBook,
+  start: LeaseStart,
+  log: Log,
+): Promise<void> {
+  const leaseId = leaseWorkflowId(start.podUid, start.ifName);
+  const accepted = await client.workflow
+    .getHandle(leaseId)
+    .executeUpdate(offerUpdate, { updateId: `offer/${randomUUID()}` })
+    .catch((err: unknown) => {
+      if (err instanceof WorkflowUpdateFailedError) return undefined; // released, or produce failed
+      throw err;
+    });
+  if (!accepted) return log.info({ leaseId }, 'lease not offered: it ended first');
+  const held = await offers.hold({ leaseId, start, ...accepted });
+  log.info({ leaseId, held }, held ? 'lease offered to its first ADD' : 'offer revoked before it was held');
+}
+
 export function startPreProducing(options: PreProduceOptions): PreProducer {
-  const { client, reader, nodeName, taskQueue, settings, log = silentLog() } = options;
+  const { client, reader, nodeName, taskQueue, settings, offers, log = silentLog() } = options;
   const started = new Set<string>();
 
   /** Starts the lease once; a lease that ran and closed (released) is never started again here. */
   const produce = async (pod: PodFact) => {
-    const options = leaseStartOptions(taskQueue, leaseStartFor(pod, nodeName, settings));
+    const start = leaseStartFor(pod, nodeName, settings);
+    const options = leaseStartOptions(taskQueue, start);
     const fields = { leaseId: options.workflowId, pod: `${pod.namespace}/${pod.name}` };
     try {
       // USE_EXISTING: a lease already running (a racing ADD, an earlier agent) is joined, not restarted.
@@ -65,8 +98,9 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       preProduced.inc({ result: 'closed' });
       log.info(fields, 'lease ran and closed: not pre-produced again');
+      return;
     }
-    started.add(pod.uid);
+    if (offers && start.mode === 'ipam') await offerLease(client, offers, start, log);
   };
 
   const handle = async (type: string, object: unknown) => {
@@ -76,7 +110,12 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
     if (started.has(fact.uid) || !shouldPreProduce(fact, nodeName)) return;
     if (!reader.newest.admit(fact.uid, fact.resourceVersion)) return;
     const pod = await reader.readPod(fact.namespace, fact.name); // quorum: is it really there?
-    if (pod?.uid === fact.uid && shouldPreProduce(pod, nodeName)) await produce(pod);
+    if (pod?.uid !== fact.uid || !shouldPreProduce(pod, nodeName) || started.has(pod.uid)) return;
+    started.add(pod.uid); // before the awaits: the pod's next events must not start it twice
+    await produce(pod).catch((err: unknown) => {
+      started.delete(pod.uid); // its next event tries again
+      throw err;
+    });
   };
 
   const loop: WatchLoop = watchForever(

@@ -11,7 +11,7 @@ import {
   type DataplaneActivities,
 } from '../domain/dataplane';
 import { leaseWorkflowId } from '../domain/ids';
-import type { ActivatedLinks, Attachment, LeaseStart } from '../domain/lease';
+import type { ActivatedLinks, Attachment, ConsumeRequest, LeaseStart } from '../domain/lease';
 import { routesFor } from '../domain/routes';
 
 /** An activity's summary in the UI: one line, bounded (a netns path can be 4 KiB). */
@@ -74,5 +74,23 @@ export async function deactivateOnNode(start: LeaseStart, attachment: Attachment
   await deactivateAttachment.executeWithOptions(
     { summary: summary(`deactivate: remove ${attachment.ifName} of ${attachment.containerId.slice(0, 12)}`) },
     [input(start, attachment, addresses)],
+  );
+}
+
+/** Ends the node agent's offer (domain/offer); an ADD it answered from it comes back. Gives up after an hour. */
+export async function revokeOfferOnNode(
+  start: LeaseStart,
+  leaseId: string,
+  run: string,
+): Promise<ConsumeRequest | null> {
+  const { revokeOffer } = proxyActivities<DataplaneActivities>({
+    taskQueue: nodeTaskQueue(start.nodeName),
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: '1 hour',
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  });
+  return revokeOffer.executeWithOptions(
+    { summary: summary(`revoke: end the node agent's offer of the reservation`) },
+    [{ leaseId, run }],
   );
 }

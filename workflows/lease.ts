@@ -30,13 +30,15 @@ import {
   type LeaseState,
   type ReleaseRequest,
 } from '../domain/lease';
+import type { OfferAccepted } from '../domain/offer';
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
-import { activateOnNode, addressList, deactivateOnNode, summary } from './dataplane';
+import { activateOnNode, addressList, deactivateOnNode, revokeOfferOnNode, summary } from './dataplane';
 import { causeOf, describe, toApplicationFailure } from './failures';
 import {
   consumeUpdate,
   deactivateUpdate,
   leaseStateQuery,
+  offerUpdate,
   podRunningSignal,
   releaseSignal,
   retrySignal,
@@ -74,6 +76,8 @@ class Lease {
   private produceFailure: ApplicationFailure | undefined;
   private releaseRequest: ReleaseRequest | undefined;
   private podRunning = false;
+  /** The node agent holds the grant to answer an ADD itself; revoked before the addresses go back. */
+  private offered = false;
 
   constructor(private readonly start: LeaseStart) {
     this.leaseId = leaseWorkflowId(start.podUid, start.ifName);
@@ -83,6 +87,9 @@ class Lease {
   registerHandlers(): void {
     setHandler(consumeUpdate, (request) => this.consume(request), {
       validator: validated(ConsumeSchema, 'consume'),
+    });
+    setHandler(offerUpdate, () => this.offer(), {
+      description: 'Sent by the node agent that pre-produced the lease (not for operators).',
     });
     setHandler(deactivateUpdate, (request) => this.deactivateSandbox(request), {
       validator: validated(DeactivateSchema, 'deactivate'),
@@ -139,8 +146,18 @@ class Lease {
     }
   }
 
+  /** offer: the node agent holds the grant on disk to answer the pod's first ADD (domain/offer). */
+  private async offer(): Promise<OfferAccepted> {
+    await condition(() => this.state.addresses.length > 0 || this.isOver());
+    if (this.produceFailure) throw this.produceFailure;
+    if (this.releasing()) throw failure(`lease is ${this.state.phase}`, FailureType.released);
+    this.offered = true;
+    return { run: workflowInfo().runId, addresses: this.state.addresses };
+  }
+
   /** consume: a CNI ADD claims the lease for one sandbox and waits for its activation. */
   private async consume(request: ConsumeRequest): Promise<LeaseGrant> {
+    if (request.fromOffer) this.offered = false; // the agent's answer, confirmed: its offer is spent
     await condition(() => this.state.addresses.length > 0 || this.isOver());
     if (this.produceFailure) throw this.produceFailure;
     if (this.releasing()) throw failure(`lease is ${this.state.phase}`, FailureType.released);
@@ -164,7 +181,7 @@ class Lease {
       if (same.status === 'parked') same.status = 'pending';
       return same;
     }
-    const attachment: Attachment = { ...request, status: 'pending' };
+    const attachment = attachmentFor(request, 'pending');
     this.state.attachments.push(attachment);
     this.enter('Consumed', `claimed by sandbox ${request.containerId.slice(0, 12)}`);
     return attachment;
@@ -262,6 +279,7 @@ class Lease {
     const request = this.releaseRequest ?? { reason: 'released', nodeGone: false };
     this.state.releaseReason = request.reason;
     this.enter('Releasing', `${request.reason}; deactivating and returning addresses`);
+    if (this.offered && !request.nodeGone) await this.revokeOffer();
     if (!request.nodeGone) {
       for (const attachment of this.state.attachments) await this.deactivate(attachment);
     }
@@ -282,6 +300,19 @@ class Lease {
       ],
     );
     this.enter('Released', `${request.reason}; addresses returned`);
+  }
+
+  /** The agent's offer ends before the addresses go back; an ADD it answered becomes an attachment. */
+  private async revokeOffer(): Promise<void> {
+    try {
+      const answered = await revokeOfferOnNode(this.start, this.leaseId, workflowInfo().runId);
+      if (answered && !this.attachmentOf(answered))
+        this.state.attachments.push(attachmentFor(answered, 'active'));
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      this.state.lastError = `revoking the node agent's offer gave up: ${describe(err)}`;
+    }
+    this.offered = false;
   }
 
   /** A node that stays unreachable past the deactivation budget must not wedge DEL or release. */
@@ -330,6 +361,12 @@ class Lease {
   private isOver(): boolean {
     return this.produceFailure !== undefined || this.releasing();
   }
+}
+
+/** The sandbox of an ADD as the lease keeps it. */
+function attachmentFor(request: ConsumeRequest, status: Attachment['status']): Attachment {
+  const { containerId, netns, ifName, routes } = request;
+  return { containerId, netns, ifName, status, ...(routes ? { routes } : {}) };
 }
 
 function failure(message: string, type: string): ApplicationFailure {

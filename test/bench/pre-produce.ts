@@ -1,6 +1,8 @@
 // Pods bound to the bench's node, created in the apiserver as a scheduler would bind them; the
 // node agent (with `preProduce`) starts their leases and produces their addresses before any ADD.
-// Ready once visibility counts that many more Produced leases on the node.
+// Ready once visibility counts that many more Produced leases on the node and the agent holds
+// that many offers on disk (each pod's first ADD is answered from its offer).
+import { readdirSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { KubeClients } from '../../kubernetes/kube';
 import { waitFor } from '../../tools/processes';
@@ -31,9 +33,18 @@ async function createPods({ core }: KubeClients, count: number): Promise<BenchPo
 }
 
 /** The pods, or why there are none: no lease became Produced for `stallMs`, or not all by `timeoutMs`. */
+const offersOnDisk = (dir: string) => {
+  try {
+    return readdirSync(dir).filter((name) => name.endsWith('.json')).length;
+  } catch {
+    return 0;
+  }
+};
+
 export async function preProducedPods(
   clients: KubeClients,
   client: Client,
+  offerDir: string,
   count: number,
   timeoutMs: number,
   stallMs = 60_000,
@@ -44,7 +55,7 @@ export async function preProducedPods(
   let produced = 0;
   let progressAt = Date.now();
   const progress = async () => {
-    const now = (await counted()) - before;
+    const now = Math.min((await counted()) - before, offersOnDisk(offerDir));
     if (now > produced) [produced, progressAt] = [now, Date.now()];
     return produced >= count || Date.now() - progressAt > stallMs;
   };

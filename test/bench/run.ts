@@ -73,7 +73,7 @@ async function interleaved(plugins: Plugin[]): Promise<Row[]> {
 async function preProduced(stack: BenchStack, client: Client): Promise<BenchPod[] | string> {
   if (stack.preProduceMissing) return stack.preProduceMissing;
   say(`creating ${PRE_PRODUCED} pods on the node; waiting for their leases to be Produced`);
-  return preProducedPods(stack.clients, client, PRE_PRODUCED, 300_000);
+  return preProducedPods(stack.clients, client, stack.offerDir, PRE_PRODUCED, 300_000);
 }
 
 async function measure(stack: BenchStack, client: Client, root: boolean): Promise<Measured> {

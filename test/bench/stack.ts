@@ -4,6 +4,7 @@
 import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NodeAgentConfigSchema } from '../../domain/config';
+import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS } from '../../worker/process-flags';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { startLocalKube, type LocalKube } from '../../tools/kube-apiserver';
 import { freePort, startTracked, stopPid, waitFor, type Tracked } from '../../tools/processes';
@@ -27,6 +28,8 @@ export interface BenchStack {
   agent: Tracked;
   agentSocket: string;
   deleteQueue: string;
+  /** Where the agent holds the offers of pre-produced leases. */
+  offerDir: string;
   /** Why pre-produced ADDs cannot be measured, or undefined when the agent pre-produces. */
   preProduceMissing?: string;
   /** The long-lived processes, by name. */
@@ -38,12 +41,18 @@ export interface BenchStack {
 const DIST = join(__dirname, '..', '..');
 
 /** `node <entry> --config <file>`, output to `<dir>/<name>.log`; resolves once `ready` is logged. */
-async function startNodeProcess(dir: string, name: string, entry: string, config: object, ready: string) {
+async function startNodeProcess(
+  dir: string,
+  name: string,
+  [flags, entry]: [string[], string],
+  config: object,
+  ready: string,
+) {
   const file = join(dir, `${name}.json`);
   writeFileSync(file, JSON.stringify(config, null, 2));
   const log = join(dir, `${name}.log`);
   const fd = openSync(log, 'a');
-  const tracked = startTracked(process.execPath, [join(DIST, entry), '--config', file], {
+  const tracked = startTracked(process.execPath, [...flags, join(DIST, entry), '--config', file], {
     stdio: ['ignore', fd, fd],
   });
   let exited = false;
@@ -79,6 +88,7 @@ function agentConfig(stack: { address: string; kubeconfig: string; hostNetns?: s
   if (!preProduce) return { config: base, missing: "the node agent's config has no preProduce section" };
   const extra = {
     kubernetes: { kubeconfig: stack.kubeconfig },
+    offerDir: join(stack.dir, 'offers'),
     preProduce: { network: NETWORK, pool: POOL, mode: 'ipam', ifName: 'eth0' },
   };
   return { config: { ...base, ...extra }, missing: undefined };
@@ -105,7 +115,7 @@ export async function startStack(
     const control = await startNodeProcess(
       dir,
       'control',
-      'worker/control.js',
+      [CONTROL_WORKER_NODE_FLAGS, 'worker/control.js'],
       controlConfig(temporal.address, kube.kubeconfig),
       '"msg":"control worker started"',
     );
@@ -115,7 +125,7 @@ export async function startStack(
     const agent = await startNodeProcess(
       dir,
       'node-agent',
-      'worker/node-agent.js',
+      [NODE_AGENT_NODE_FLAGS, 'worker/node-agent.js'],
       config,
       '"msg":"CNI API listening"',
     );
@@ -129,6 +139,7 @@ export async function startStack(
       agent,
       agentSocket: join(dir, 'cni.sock'),
       deleteQueue: join(dir, 'del-queue'),
+      offerDir: join(dir, 'offers'),
       preProduceMissing: missing,
       pids: () => ({
         temporal: temporal.pid,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeAgentConfigSchema, type TemporalConnection } from '../../domain/config';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import type { NodeAgentDeps } from '../../activities/dataplane';
 import { createNodeAgent } from '../../worker/node-agent-worker';
 import { deleteAllNetns, makeNetns, type TestNetns } from './netns';
 import { quietRuntime, temporalAddress } from './temporal';
@@ -24,7 +25,7 @@ export interface AgentCniPaths {
 
 const agentConfig = (
   nodeName: string,
-  hostNetns: string,
+  hostNetns: string | undefined,
   temporal: AgentTemporal = {},
   cni?: AgentCniPaths,
 ) =>
@@ -35,13 +36,15 @@ const agentConfig = (
     ...cni,
   });
 
+/** `hostNetns` undefined: an ipam-only agent (no interfaces made); `offers`: what it revokes. */
 export async function runNodeAgent(
   nodeName: string,
-  hostNetns: string,
+  hostNetns: string | undefined,
   temporal?: AgentTemporal,
+  offers?: NodeAgentDeps['offers'],
 ): Promise<RunningNodeAgent> {
   quietRuntime();
-  const agent = await createNodeAgent(agentConfig(nodeName, hostNetns, temporal));
+  const agent = await createNodeAgent(agentConfig(nodeName, hostNetns, temporal), offers);
   const running = agent.worker.run();
   return {
     async stop() {

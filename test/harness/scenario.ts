@@ -11,6 +11,7 @@ import { nodeStateQuery } from '../../workflows/node-messages';
 import { reconcileWorkflow } from '../../workflows/reconcile';
 import type { ReconcileSummary } from '../../activities/reconcile';
 import { kubeconfigPath, testCluster, type TestCluster } from './kube';
+import type { CniContext } from '../../cni/commands';
 import type { CniApi } from '../../worker/cni-api';
 import {
   connectTest,
@@ -32,6 +33,8 @@ export class Scenario {
   worker?: RunningWorker;
   /** The node agent's CNI API for the shim (it outlives control worker restarts). */
   cni?: CniApi;
+  /** What the CNI API's calls use besides Temporal (a test may give it offers). */
+  readonly context: CniContext = {};
 
   constructor(
     readonly temporal: TestTemporal,
@@ -42,7 +45,7 @@ export class Scenario {
   static async create(prefix: string, options: ScenarioOptions = {}): Promise<Scenario> {
     const scenario = new Scenario(await connectTest(prefix), await testCluster(prefix), options);
     await scenario.startWorker();
-    scenario.cni = await serveTestCniApi(scenario.temporal.taskQueue);
+    scenario.cni = await serveTestCniApi(scenario.temporal.taskQueue, scenario.context);
     return scenario;
   }
 

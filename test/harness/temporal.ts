@@ -6,6 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Runtime, type Worker } from '@temporalio/worker';
 import { NetleaseConfigSchema, type NetleaseConfig } from '../../domain/config';
 import { createLog, sdkLogger } from '../../observability/log';
+import type { CniContext } from '../../cni/commands';
 import { serveCniApi, type CniApi } from '../../worker/cni-api';
 import { createControlWorker } from '../../worker/control-worker';
 
@@ -24,8 +25,8 @@ export const cniPaths = (taskQueue: string) => ({
 });
 
 /** The CNI API the static shim talks to, served in this process for the file's task queue. */
-export function serveTestCniApi(taskQueue: string): Promise<CniApi> {
-  return serveCniApi(cniPaths(taskQueue));
+export function serveTestCniApi(taskQueue: string, context: CniContext = {}): Promise<CniApi> {
+  return serveCniApi({ ...cniPaths(taskQueue), context });
 }
 
 export interface TestTemporal {

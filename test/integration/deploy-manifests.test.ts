@@ -2,15 +2,22 @@
 // test/harness/manifests for the order), server-side, from an empty cluster, and again with no
 // change; each service account gets what its worker needs and no more. There is no kubectl here,
 // so the client applies them. No controller-manager runs: workloads are stored, no pods start.
-import type { KubernetesObject, KubernetesObjectApi, V1DaemonSet } from '@kubernetes/client-node' with {
+import type {
+  KubernetesObject,
+  KubernetesObjectApi,
+  V1DaemonSet,
+  V1Deployment,
+} from '@kubernetes/client-node' with {
   'resolution-mode': 'import',
 };
 import { dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { DEFAULT_OFFER_DIR } from '../../domain/config';
 import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
 import { waitFor } from '../../tools/processes';
 import { DEFAULTS, NetworkSchema } from '../../tools/install-cni';
+import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS } from '../../worker/process-flags';
 import { kubeconfigPath } from '../harness/kube';
 import { describeObject, readManifests, type Document } from '../harness/manifests';
 
@@ -194,7 +201,26 @@ test('the node agent DaemonSet installs the CNI files and shares the socket and 
   expect(hostMounts(ds, 'node-agent')).toMatchObject({
     [dirname(DEFAULTS.agentSocket)]: `${dirname(DEFAULTS.agentSocket)} (DirectoryOrCreate)`,
     [dirname(DEFAULTS.deleteQueue)]: `${dirname(DEFAULTS.deleteQueue)} (DirectoryOrCreate)`,
+    [dirname(DEFAULT_OFFER_DIR)]: `${dirname(DEFAULT_OFFER_DIR)} (DirectoryOrCreate)`,
   });
+  const agent = ds.spec?.template.spec?.containers.find((c) => c.name === 'node-agent');
+  expect(agent?.command).toEqual([
+    'node',
+    ...NODE_AGENT_NODE_FLAGS,
+    'dist/worker/node-agent.js',
+    '--config',
+    '/etc/netlease/node-agent.yaml',
+  ]);
+});
+
+test('the control worker runs with the same V8 flags as npm start', () => {
+  const deployment = docs.find((d) => d.object.kind === 'Deployment')?.object as V1Deployment | undefined;
+  const command = deployment?.spec?.template.spec?.containers[0]?.command;
+  expect(command?.slice(0, CONTROL_WORKER_NODE_FLAGS.length + 2)).toEqual([
+    'node',
+    ...CONTROL_WORKER_NODE_FLAGS,
+    'dist/worker/control.js',
+  ]);
 });
 
 test('removing what was applied leaves none of it', async () => {

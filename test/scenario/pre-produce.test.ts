@@ -1,12 +1,27 @@
 // Pre-produced leases: the node agent starts the lease of a pod as soon as it is bound to its
-// node, so the ADD only joins a running workflow. The reservation stays bound to the pod UID; a pod
-// deleted before its ADD is released by the usual verified path; an ADD racing the pre-produce
-// makes one lease and one reservation; pods on the host network or other nodes get nothing.
-import { WorkflowNotFoundError } from '@temporalio/client';
+// node and holds its grant as an offer, so the first ADD is answered from the agent's disk and
+// confirmed to the lease right after. The reservation stays bound to the pod UID; a pod deleted
+// before its ADD is released by the usual verified path, which revokes the offer first; an
+// answer survives a crash before its confirmation, and a release before it gets the answer back;
+// an ADD racing the pre-produce makes one lease and one reservation; pods on the host network or
+// other nodes get nothing.
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { OfferBook } from '../../cni/offers';
 import { leaseWorkflowId } from '../../domain/ids';
+import type { LeaseStart } from '../../domain/lease';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
-import { startPreProducing, type PreProducer } from '../../worker/pre-produce';
+import { silentLog } from '../../observability/log';
+import { leaseStartOptions } from '../../temporal/leases';
+import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
+import { offerLease, startPreProducing, type PreProducer } from '../../worker/pre-produce';
 import { scheduledCount } from '../harness/history';
+import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
+import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
+import { temporalAddress } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
 import { netconf } from '../harness/netconf';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
@@ -14,11 +29,39 @@ import { runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 
 const node = uniqueName('node');
+/** A node with no pre-producer: its leases are offered by hand to a book the test controls. */
+const handNode = uniqueName('hand-node');
 let scenario: Scenario;
 let producer: PreProducer;
+let offers: OfferBook;
+/** The book the hand node's agent revokes from (the test swaps it as an agent restart would). */
+let handBook: OfferBook | undefined;
+const agents: RunningNodeAgent[] = [];
+let proxy: TcpProxy;
+let cutClient: Client;
+
+const temporalTarget = () => ({ address: temporalAddress(), namespace: 'default' });
+const openBook = (client: Client, dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'))) =>
+  OfferBook.open({ dir, client, temporal: temporalTarget() });
+
 beforeAll(async () => {
   scenario = await Scenario.create('pre-produce');
   await scenario.cluster.createNode(node);
+  await scenario.cluster.createNode(handNode);
+  offers = await openBook(scenario.temporal.client);
+  scenario.context.offers = offers;
+  agents.push(await runNodeAgent(node, undefined, {}, offers));
+  agents.push(
+    await runNodeAgent(
+      handNode,
+      undefined,
+      {},
+      { revoke: (id, run) => handBook?.revoke(id, run) ?? Promise.resolve(undefined) },
+    ),
+  );
+  // A client whose Temporal can be cut: its book answers ADDs but cannot confirm them.
+  proxy = await tcpProxy(temporalAddress());
+  cutClient = new Client({ connection: await Connection.connect({ address: proxy.address }) });
   producer = startPreProducing({
     client: scenario.temporal.client,
     kube: scenario.cluster.clients,
@@ -26,21 +69,30 @@ beforeAll(async () => {
     nodeName: node,
     taskQueue: scenario.temporal.taskQueue,
     settings: { network: 'netlease-test', pool: scenario.temporal.taskQueue, mode: 'ipam', ifName: 'eth0' },
+    offers,
   });
+});
+afterEach(() => {
+  scenario.context.offers = offers; // a hand-node test answers from its own book
 });
 afterAll(async () => {
   producer?.stop();
+  offers?.close();
+  handBook?.close();
+  for (const agent of agents) await agent.stop();
+  await cutClient?.connection.close();
+  await proxy?.close();
   await scenario?.close();
 });
 
-const add = (name: string, uid: string) =>
+const add = (name: string, uid: string, onNode = node) =>
   runShim({
     command: 'ADD',
     containerId: `ctr-${uid}`,
     netns: `/var/run/netns/${uid}`,
     ifName: 'eth0',
     args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: name, K8S_POD_UID: uid },
-    stdin: netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node }),
+    stdin: netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: onNode }),
   });
 const ips = (json: Record<string, unknown> | undefined) =>
   ((json?.ips ?? []) as Array<{ address: string }>).map((ip) => ip.address.split('/')[0]);
@@ -52,34 +104,139 @@ const runsOf = async (uid: string) => {
   for await (const run of scenario.temporal.client.workflow.list({ query })) runs.push(run.runId);
   return runs;
 };
-const ownersOn = async () =>
-  Object.values((await scenario.table(node))?.allocations ?? {}).map((a) => a.owner);
+const ownersOn = async (onNode = node) =>
+  Object.values((await scenario.table(onNode))?.allocations ?? {}).map((a) => a.owner);
+const del = (name: string, uid: string) =>
+  runShim({
+    command: 'DEL',
+    containerId: `ctr-${uid}`,
+    netns: `/var/run/netns/${uid}`,
+    ifName: 'eth0',
+    args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: name, K8S_POD_UID: uid },
+    stdin: netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node }),
+  });
 
-test('a bound pod has its lease produced before any ADD; the ADD joins it with one update', async () => {
+const updatesOf = async (uid: string) =>
+  ((await historyOf(uid)).events ?? [])
+    .map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name)
+    .filter((name): name is string => name !== undefined && name !== null);
+const offerFiles = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.json'));
+const startOn = (uid: string, name: string): LeaseStart => ({
+  podUid: uid,
+  podNamespace: scenario.cluster.namespace,
+  podName: name,
+  ifName: 'eth0',
+  nodeName: handNode,
+  pool: scenario.temporal.taskQueue,
+  mode: 'ipam',
+  network: 'netlease-test',
+});
+
+/** A pod on the hand node whose lease is started and offered to `book` (as the pre-producer does). */
+async function offeredByHand(name: string, book: OfferBook): Promise<{ uid: string; produced: string[] }> {
+  const uid = await scenario.cluster.createPod(name, handNode);
+  const start = startOn(uid, name);
+  await scenario.temporal.client.workflow.start(
+    LEASE_WORKFLOW_TYPE,
+    leaseStartOptions(scenario.temporal.taskQueue, start),
+  );
+  await offerLease(scenario.temporal.client, book, start, silentLog());
+  const state = await scenario.waitForPhase(uid, 'Produced', 30_000);
+  return { uid, produced: state.addresses.map((a) => a.address) };
+}
+
+test('a bound pod has its lease produced and offered before any ADD; the ADD is answered from the offer', async () => {
   const uid = await scenario.cluster.createPod('early', node);
   const produced = await scenario.waitForPhase(uid, 'Produced', 30_000);
   expect(produced.addresses).toHaveLength(2);
   expect(producer.started.has(uid)).toBe(true);
+  const leaseId = leaseWorkflowId(uid, 'eth0');
+  await waitForValue(async () => (await updatesOf(uid)).includes('offer'), Boolean, 30_000);
 
   const outcome = await add('early', uid);
   expect(outcome.exitCode).toBe(0);
   expect(ips(outcome.json)).toEqual(produced.addresses.map((a) => a.address));
-  const leaseId = leaseWorkflowId(uid, 'eth0');
+  const active = await scenario.waitForPhase(uid, 'Active', 30_000); // the answer, confirmed
+  expect(active.attachments.map((a) => a.containerId)).toEqual([`ctr-${uid}`]);
   expect(await scheduledCount(scenario.temporal.client, leaseId, 'produceAddresses')).toBe(1);
-  const updates = ((await historyOf(uid)).events ?? []).filter(
-    (e) => e.workflowExecutionUpdateAcceptedEventAttributes,
-  );
-  expect(updates).toHaveLength(1);
+  expect(await updatesOf(uid)).toEqual(['offer', 'consume']);
   expect(await runsOf(uid)).toHaveLength(1);
+  // The runtime repeats the ADD: the same answer; then DEL ends the attachment on the lease.
+  const again = await add('early', uid);
+  expect(ips(again.json)).toEqual(ips(outcome.json));
+  expect((await del('early', uid)).exitCode).toBe(0);
+  expect((await scenario.leaseState(uid)).attachments).toEqual([]);
 }, 60_000);
+
+test('an answer not yet confirmed survives a crash of the agent and is confirmed by the next one', async () => {
+  await proxy.cut();
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'));
+  const crashed = await openBook(cutClient, dir);
+  handBook = crashed;
+  scenario.context.offers = crashed;
+  const { uid, produced } = await offeredByHand('crash', crashed);
+  const outcome = await add('crash', uid, handNode);
+  expect(outcome.exitCode).toBe(0);
+  expect(ips(outcome.json)).toEqual(produced);
+  expect((await scenario.leaseState(uid)).phase).toBe('Produced'); // Temporal is cut: not confirmed
+  expect(offerFiles(dir)).toHaveLength(1);
+
+  crashed.close(); // the agent dies; the next one opens the same directory
+  handBook = await openBook(scenario.temporal.client, dir);
+  scenario.context.offers = handBook;
+  const active = await scenario.waitForPhase(uid, 'Active', 30_000);
+  expect(active.attachments.map((a) => a.containerId)).toEqual([`ctr-${uid}`]);
+  expect(
+    await waitForValue(
+      async () => offerFiles(dir),
+      (f) => f.length === 0,
+      10_000,
+    ),
+  ).toEqual([]);
+  await proxy.restore();
+}, 90_000);
+
+test('a release before the answer is confirmed gets the answer back from the revocation', async () => {
+  await proxy.cut();
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'));
+  handBook = await openBook(cutClient, dir);
+  scenario.context.offers = handBook;
+  const { uid, produced } = await offeredByHand('gone-early', handBook);
+  expect(ips((await add('gone-early', uid, handNode)).json)).toEqual(produced);
+
+  await scenario.cluster.deletePod('gone-early', 'graceful');
+  await scenario.cluster.deletePod('gone-early');
+  const released = await scenario.waitForPhase(uid, 'Released', 30_000);
+  expect(released.lastError).toBeUndefined();
+  const leaseId = leaseWorkflowId(uid, 'eth0');
+  expect(await scheduledCount(scenario.temporal.client, leaseId, 'revokeOffer')).toBe(1);
+  // The revocation's result is the answered sandbox (the lease recorded it before returning).
+  const results = ((await historyOf(uid)).events ?? []).map((e) =>
+    Buffer.from(e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data ?? '').toString(),
+  );
+  expect(results.filter((r) => r.includes(`"containerId":"ctr-${uid}"`))).toHaveLength(1);
+  expect(await ownersOn(handNode)).not.toContain(leaseId);
+  // Temporal comes back: the late confirmation is refused and the answer forgotten.
+  await proxy.restore();
+  expect(
+    await waitForValue(
+      async () => offerFiles(dir),
+      (f) => f.length === 0,
+      20_000,
+    ),
+  ).toEqual([]);
+}, 90_000);
 
 test('a pod deleted before its ADD: its pre-produced addresses are released', async () => {
   const uid = await scenario.cluster.createPod('never-added', node);
   const produced = await scenario.waitForPhase(uid, 'Produced', 30_000);
+  await waitForValue(async () => (await updatesOf(uid)).includes('offer'), Boolean, 30_000);
   await scenario.cluster.deletePod('never-added', 'graceful');
   await scenario.cluster.deletePod('never-added');
   const released = await scenario.waitForPhase(uid, 'Released', 30_000);
   expect(released.releaseReason).toMatch(/^watcher: .*never-added/);
+  const leaseId = leaseWorkflowId(uid, 'eth0');
+  expect(await scheduledCount(scenario.temporal.client, leaseId, 'revokeOffer')).toBe(1);
   const owners = await ownersOn();
   expect(owners).not.toContain(leaseWorkflowId(uid, 'eth0'));
   expect(produced.addresses).toHaveLength(2);
@@ -120,5 +277,5 @@ test('host-network pods and pods of other nodes get no lease', async () => {
 }, 60_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(scenario.temporal, 8);
+  await expectReplayed(scenario.temporal, 10);
 });

@@ -14,6 +14,7 @@ const FOLDERS = [
   'worker',
   'cni',
   'observability',
+  'storage',
   'tools',
   'cli',
 ];
@@ -99,6 +100,19 @@ const FORBIDDEN: Record<string, string[]> = {
   activities: ['worker', 'cni', 'tools'],
   cni: ['activities', 'worker', 'tools'],
   observability: ['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
+  // Durable files on the node: below everything that uses them.
+  storage: [
+    'domain',
+    'workflows',
+    'activities',
+    'kernel',
+    'kubernetes',
+    'temporal',
+    'worker',
+    'cni',
+    'observability',
+    'tools',
+  ],
   // The operator's CLI reads through temporal/ and kubernetes/; of worker/ only the config loader.
   cli: ['workflows', 'activities', 'kernel', 'worker', 'cni', 'tools'],
 };

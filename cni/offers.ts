@@ -1,0 +1,209 @@
+// The node agent's offers (domain/offer): pre-produced grants held on disk, one file per lease, so
+// the pod's first ADD is answered from here and confirmed to the lease workflow right after. All
+// decisions are taken in memory first (one process: an answer and a revocation never both win),
+// then written in the same order per lease; the answer goes out only once its record is on disk.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { TemporalConnection } from '../domain/config';
+import { leaseWorkflowId, offerUpdateId } from '../domain/ids';
+import type { ConsumeRequest, LeaseStart } from '../domain/lease';
+import { offerAnswers, OfferRecordSchema, type OfferRecord } from '../domain/offer';
+import { offerEvents, offersHeld } from '../observability/agent-metrics';
+import { errorMessage, silentLog, type Log } from '../observability/log';
+import { durableFiles, readDurable, removeDurably, writeDurably } from '../storage/durable-files';
+import { consumeUpdate } from '../workflows/lease-messages';
+
+const fileOf = (leaseId: string) => `${encodeURIComponent(leaseId)}.json`;
+const REVOKED_REMEMBERED = 10_000;
+const CONFIRM_DEADLINE_MS = 10_000;
+
+export interface OfferBookOptions {
+  dir: string;
+  client: Client;
+  temporal: Pick<TemporalConnection, 'address' | 'namespace'>;
+  log?: Log;
+}
+
+export class OfferBook {
+  private readonly records = new Map<string, OfferRecord>();
+  private readonly writes = new Map<string, Promise<void>>();
+  private readonly confirming = new Map<string, Promise<void>>();
+  /** `leaseId@run` revoked: an offer update answered before its revocation must not be held after it. */
+  private readonly revoked = new Set<string>();
+  private readonly closing = new AbortController();
+  private readonly log: Log;
+
+  private constructor(private readonly options: OfferBookOptions) {
+    this.log = options.log ?? silentLog();
+  }
+
+  /**
+   * Answered offers are confirmed again (the crash may have come first); unanswered ones are
+   * dropped: the pre-producer offers them anew, so none outlives a revocation that gave up.
+   */
+  static async open(options: OfferBookOptions): Promise<OfferBook> {
+    const book = new OfferBook(options);
+    for (const name of await durableFiles(options.dir, '.json')) {
+      const parsed = OfferRecordSchema.safeParse(
+        JSON.parse((await readDurable(options.dir, name)) ?? 'null'),
+      );
+      if (parsed.success && parsed.data.answered) {
+        book.records.set(parsed.data.leaseId, parsed.data);
+        book.confirm(parsed.data);
+      } else await removeDurably(options.dir, name);
+    }
+    book.count();
+    return book;
+  }
+
+  /** Holds a lease's grant (after the `offer` update); false if it was revoked meanwhile. */
+  async hold(offer: OfferRecord): Promise<boolean> {
+    if (this.revoked.has(`${offer.leaseId}@${offer.run}`)) return false;
+    const current = this.records.get(offer.leaseId);
+    if (current?.run === offer.run && current.answered) return true; // answered: keep the answer
+    this.records.set(offer.leaseId, offer);
+    this.count('held');
+    await this.persist(offer.leaseId, offer);
+    return true;
+  }
+
+  /** The offer that answers this ADD, on disk as answered; undefined: take the workflow's path. */
+  async take(
+    start: LeaseStart,
+    request: ConsumeRequest,
+    temporal: Pick<TemporalConnection, 'address' | 'namespace'>,
+  ): Promise<OfferRecord | undefined> {
+    const leaseId = leaseWorkflowId(start.podUid, start.ifName);
+    const offer = this.records.get(leaseId);
+    if (!offer || !this.sameTemporal(temporal) || !offerAnswers(offer, start, request)) return undefined;
+    if (offer.answered) {
+      await this.writes.get(leaseId); // the runtime repeated the ADD: the same answer, once on disk
+      return this.records.get(leaseId) === offer ? offer : undefined;
+    }
+    const { containerId, netns, ifName, routes } = request;
+    const answered: OfferRecord = {
+      ...offer,
+      answered: { containerId, netns, ifName, ...(routes && { routes }) },
+    };
+    this.records.set(leaseId, answered);
+    try {
+      await this.persist(leaseId, answered);
+    } catch (err) {
+      if (this.records.get(leaseId) === answered) this.records.set(leaseId, offer);
+      this.log.warn(
+        { leaseId, error: errorMessage(err) },
+        'offer: cannot write the answer; asking the lease',
+      );
+      return undefined;
+    }
+    this.count('answered');
+    this.confirm(answered);
+    return answered;
+  }
+
+  /** Ends the offer of this run; the ADD answered from it, if any (the revokeOffer activity). */
+  async revoke(leaseId: string, run: string): Promise<ConsumeRequest | undefined> {
+    this.rememberRevoked(`${leaseId}@${run}`);
+    const offer = this.records.get(leaseId);
+    if (offer?.run !== run) return undefined;
+    this.records.delete(leaseId);
+    this.count('revoked');
+    await this.persist(leaseId, undefined);
+    return offer.answered;
+  }
+
+  /** Resolves once an answer from this lease's offer is confirmed to the workflow (DEL, CHECK wait). */
+  async settled(leaseId: string): Promise<void> {
+    await this.confirming.get(leaseId);
+  }
+
+  async allSettled(): Promise<void> {
+    await Promise.all(this.confirming.values());
+  }
+
+  close(): void {
+    this.closing.abort();
+  }
+
+  private sameTemporal(temporal: Pick<TemporalConnection, 'address' | 'namespace'>): boolean {
+    return (
+      temporal.address === this.options.temporal.address &&
+      temporal.namespace === this.options.temporal.namespace
+    );
+  }
+
+  /** Writes (or removes) a lease's file after the ones before it, in the order decided. */
+  private persist(leaseId: string, offer: OfferRecord | undefined): Promise<void> {
+    const { dir } = this.options;
+    const write = (this.writes.get(leaseId) ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() =>
+        offer
+          ? writeDurably(dir, fileOf(leaseId), JSON.stringify(offer))
+          : removeDurably(dir, fileOf(leaseId)),
+      );
+    this.writes.set(leaseId, write);
+    void write
+      .finally(() => {
+        if (this.writes.get(leaseId) === write) this.writes.delete(leaseId);
+      })
+      .catch(() => undefined);
+    return write;
+  }
+
+  /** Confirms the answer with the consume update until the workflow takes or refuses it. */
+  private confirm(offer: OfferRecord): void {
+    const confirmed = this.confirmUntilSettled(offer).finally(() => {
+      if (this.confirming.get(offer.leaseId) === confirmed) this.confirming.delete(offer.leaseId);
+    });
+    this.confirming.set(offer.leaseId, confirmed);
+  }
+
+  private async confirmUntilSettled(offer: OfferRecord): Promise<void> {
+    for (let waitMs = 100; !this.closing.signal.aborted; waitMs = Math.min(waitMs * 2, 5000)) {
+      const outcome = await this.confirmOnce(offer);
+      if (outcome !== 'later') {
+        this.count(outcome);
+        if (this.records.get(offer.leaseId) === offer) {
+          this.records.delete(offer.leaseId);
+          await this.persist(offer.leaseId, undefined).catch(() => undefined);
+        }
+        this.count();
+        return;
+      }
+      await sleep(waitMs, undefined, { signal: this.closing.signal }).catch(() => undefined);
+    }
+  }
+
+  private async confirmOnce(offer: OfferRecord): Promise<'confirmed' | 'refused' | 'later'> {
+    const answered = offer.answered as ConsumeRequest;
+    const { client } = this.options;
+    try {
+      await client.connection.withDeadline(Date.now() + CONFIRM_DEADLINE_MS, () =>
+        client.workflow.getHandle(offer.leaseId, offer.run).executeUpdate(consumeUpdate, {
+          args: [{ ...answered, fromOffer: true }],
+          updateId: offerUpdateId(answered.containerId, answered.ifName, offer.run),
+        }),
+      );
+      return 'confirmed';
+    } catch (err) {
+      const refused = err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError;
+      this.log.warn(
+        { leaseId: offer.leaseId, containerId: answered.containerId, error: errorMessage(err) },
+        refused ? 'offer: the lease refused the answer (it ended first)' : 'offer: confirming; will retry',
+      );
+      return refused ? 'refused' : 'later';
+    }
+  }
+
+  private rememberRevoked(key: string): void {
+    this.revoked.add(key);
+    if (this.revoked.size > REVOKED_REMEMBERED)
+      this.revoked.delete(this.revoked.values().next().value as string);
+  }
+
+  private count(event?: 'held' | 'answered' | 'confirmed' | 'refused' | 'revoked'): void {
+    if (event) offerEvents.inc({ event });
+    offersHeld.set(this.records.size);
+  }
+}
