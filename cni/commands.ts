@@ -39,14 +39,15 @@ export async function add(env: CniEnv, conf: NetConf, { offers }: CniContext = {
     ...(routes ? { routes } : {}),
   };
   // A pre-produced lease's first ADD is answered from the agent's offer; it confirms it right after.
-  const grant =
-    (await offers?.take(start, request, conf.settings.temporal)) ??
-    (await run(conf, (client) => consumeLease(client, conf.settings.temporal.taskQueue, start, request)));
+  const offered = await offers?.take(start, request, conf.settings.temporal);
+  const grant = offered
+    ? { addresses: offered.addresses, links: offered.answered?.links }
+    : await run(conf, (client) => consumeLease(client, conf.settings.temporal.taskQueue, start, request));
   const result = buildResult(
     conf.cniVersion,
     grant.addresses,
     routesFor(grant.addresses, routes),
-    'links' in grant ? grant.links : undefined,
+    grant.links,
   );
   return convertResult(result, conf.cniVersion);
 }

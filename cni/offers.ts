@@ -2,11 +2,15 @@
 // the pod's first ADD is answered from here and confirmed to the lease workflow right after. All
 // decisions are taken in memory first (one process: an answer and a revocation never both win),
 // then written in the same order per lease; the answer goes out only once its record is on disk.
+// In ptp mode the agent makes the interface itself first; if that fails, the ADD takes the lease's
+// path, whose activation retries (its steps are idempotent: a half-made interface is finished).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
 import { leaseWorkflowId, offerUpdateId } from '../domain/ids';
-import type { ConsumeRequest, LeaseStart } from '../domain/lease';
+import type { AttachmentInput } from '../domain/dataplane';
+import type { ActivatedLinks, ConsumeRequest, LeaseStart } from '../domain/lease';
+import { routesFor } from '../domain/routes';
 import { offerAnswers, OfferRecordSchema, type OfferRecord } from '../domain/offer';
 import { offerEvents, offersHeld } from '../observability/agent-metrics';
 import { errorMessage, silentLog, type Log } from '../observability/log';
@@ -21,6 +25,8 @@ export interface OfferBookOptions {
   dir: string;
   client: Client;
   temporal: Pick<TemporalConnection, 'address' | 'namespace'>;
+  /** The agent's activation of one attachment; without it ptp offers answer nothing. */
+  activate?: (input: AttachmentInput) => Promise<ActivatedLinks>;
   log?: Log;
 }
 
@@ -76,29 +82,67 @@ export class OfferBook {
     const leaseId = leaseWorkflowId(start.podUid, start.ifName);
     const offer = this.records.get(leaseId);
     if (!offer || !this.sameTemporal(temporal) || !offerAnswers(offer, start, request)) return undefined;
+    if (offer.start.mode === 'ptp' && !this.options.activate) return undefined;
     if (offer.answered) {
       await this.writes.get(leaseId); // the runtime repeated the ADD: the same answer, once on disk
       return this.records.get(leaseId) === offer ? offer : undefined;
     }
     const { containerId, netns, ifName, routes } = request;
-    const answered: OfferRecord = {
+    const claimed: OfferRecord = {
       ...offer,
       answered: { containerId, netns, ifName, ...(routes && { routes }) },
     };
-    this.records.set(leaseId, answered);
-    try {
-      await this.persist(leaseId, answered);
-    } catch (err) {
-      if (this.records.get(leaseId) === answered) this.records.set(leaseId, offer);
-      this.log.warn(
-        { leaseId, error: errorMessage(err) },
-        'offer: cannot write the answer; asking the lease',
-      );
-      return undefined;
-    }
+    // On disk before the interface is made: after a crash from here on, the lease finishes it.
+    if (!(await this.replace(offer, claimed))) return undefined;
+    const answered = offer.start.mode === 'ptp' ? await this.activated(offer, claimed) : claimed;
+    if (!answered) return undefined;
     this.count('answered');
     this.confirm(answered);
     return answered;
+  }
+
+  /** Makes the interface (ptp): the answer with its links, or undefined with the offer held again. */
+  private async activated(offer: OfferRecord, claimed: OfferRecord): Promise<OfferRecord | undefined> {
+    const answer = claimed.answered as ConsumeRequest;
+    try {
+      const links = await this.activate({
+        leaseId: claimed.leaseId,
+        start: claimed.start,
+        attachment: { containerId: answer.containerId, netns: answer.netns, ifName: answer.ifName },
+        addresses: claimed.addresses,
+        routes: routesFor(claimed.addresses, answer.routes),
+      });
+      const answered = { ...claimed, answered: { ...answer, links } };
+      return (await this.replace(claimed, answered)) ? answered : undefined;
+    } catch (err) {
+      this.log.warn(
+        { leaseId: claimed.leaseId, error: errorMessage(err) },
+        'offer: activation failed; asking the lease',
+      );
+      await this.replace(claimed, offer);
+      return undefined;
+    }
+  }
+
+  private activate(input: AttachmentInput): Promise<ActivatedLinks> {
+    const { activate } = this.options;
+    if (!activate) throw new Error('no activation in this agent');
+    return activate(input);
+  }
+
+  /** `next` in place of `current`, in memory then on disk; false if `current` was revoked or not written. */
+  private async replace(current: OfferRecord, next: OfferRecord): Promise<boolean> {
+    const { leaseId } = current;
+    if (this.records.get(leaseId) !== current) return false;
+    this.records.set(leaseId, next);
+    try {
+      await this.persist(leaseId, next);
+      return this.records.get(leaseId) === next;
+    } catch (err) {
+      if (this.records.get(leaseId) === next) this.records.set(leaseId, current);
+      this.log.warn({ leaseId, error: errorMessage(err) }, 'offer: cannot write; asking the lease');
+      return false;
+    }
   }
 
   /** Ends the offer of this run; the ADD answered from it, if any (the revokeOffer activity). */

@@ -59,6 +59,17 @@ export const LeaseStartSchema = z.object({
 });
 export type LeaseStart = z.infer<typeof LeaseStartSchema>;
 
+/** A link activation made: the host end (no sandbox) or the pod end (sandbox = its netns). */
+export const LinkInfoSchema = z.object({
+  name: z.string().min(1).max(15),
+  mac: z.string().max(17),
+  sandbox: z.string().max(4095).optional(),
+});
+export type LinkInfo = z.infer<typeof LinkInfoSchema>;
+
+export const ActivatedLinksSchema = z.object({ host: LinkInfoSchema, container: LinkInfoSchema });
+export type ActivatedLinks = z.infer<typeof ActivatedLinksSchema>;
+
 /** A CNI ADD: the runtime claims the lease for one sandbox (attachment). */
 export const ConsumeSchema = z.object({
   containerId: z.string().min(1).max(256),
@@ -68,6 +79,8 @@ export const ConsumeSchema = z.object({
   routes: z.array(RouteSchema).max(256).optional(),
   /** The node agent answered this ADD from its offer already; it confirms it (the offer is spent). */
   fromOffer: z.boolean().optional(),
+  /** What the agent's own activation made for an answer from its offer (ptp mode). */
+  links: ActivatedLinksSchema.optional(),
 });
 export type ConsumeRequest = z.infer<typeof ConsumeSchema>;
 
@@ -84,18 +97,6 @@ export const ReleaseSchema = z.object({
   nodeGone: z.boolean().default(false),
 });
 export type ReleaseRequest = z.input<typeof ReleaseSchema>;
-
-/** A link activation made: the host end (no sandbox) or the pod end (sandbox = its netns). */
-export interface LinkInfo {
-  name: string;
-  mac: string;
-  sandbox?: string;
-}
-
-export interface ActivatedLinks {
-  host: LinkInfo;
-  container: LinkInfo;
-}
 
 /** pending: waiting for activation; parked: activation budget spent, waits for `retry`. */
 export type AttachmentStatus = 'pending' | 'activating' | 'active' | 'parked';

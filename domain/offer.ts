@@ -42,10 +42,13 @@ const sameStart = (a: LeaseStart, b: LeaseStart): boolean =>
 
 /**
  * Whether an ADD may be answered from the offer: the same lease start (pod, interface, node, pool,
- * network, ipam mode) and no other sandbox answered yet; the same sandbox again gets the same answer.
+ * network, mode) and no other sandbox answered yet. The same sandbox again gets the same answer
+ * once it is whole (in ptp mode: its interface made).
  */
 export function offerAnswers(offer: OfferRecord, start: LeaseStart, request: ConsumeRequest): boolean {
-  if (offer.start.mode !== 'ipam' || !sameStart(offer.start, start)) return false;
+  if (!sameStart(offer.start, start)) return false;
   const answered = offer.answered;
-  return !answered || (answered.containerId === request.containerId && answered.ifName === request.ifName);
+  if (!answered) return true;
+  const sameSandbox = answered.containerId === request.containerId && answered.ifName === request.ifName;
+  return sameSandbox && (offer.start.mode === 'ipam' || answered.links !== undefined);
 }

@@ -4,6 +4,7 @@
 import type { Client } from '@temporalio/client';
 import { OfferBook } from '../cni/offers';
 import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
+import { createDataplaneActivities } from '../activities/dataplane';
 import { ClusterReader } from '../kubernetes/cluster-reader';
 import { connectKube } from '../kubernetes/kube';
 import { agentRegistry } from '../observability/agent-metrics';
@@ -53,10 +54,17 @@ async function main(): Promise<void> {
   nodeLog.info('node agent stopped');
 }
 
-/** Pre-produced ipam leases are offered to this agent to answer their first ADD (domain/offer). */
+/** Pre-produced leases are offered to this agent to answer their first ADD (domain/offer). */
 async function offersFor(config: NodeAgentConfig, client: Client | undefined, log: Log) {
-  if (!client || config.preProduce?.mode !== 'ipam') return undefined;
-  const offers = await OfferBook.open({ dir: config.offerDir, client, temporal: config.temporal, log });
+  if (!client || !config.preProduce) return undefined;
+  const { activateAttachment } = createDataplaneActivities({ hostNetns: config.hostNetns });
+  const offers = await OfferBook.open({
+    dir: config.offerDir,
+    client,
+    temporal: config.temporal,
+    activate: activateAttachment,
+    log,
+  });
   log.info({ offerDir: config.offerDir }, 'offers of pre-produced leases answer their first ADD');
   return offers;
 }

@@ -100,7 +100,7 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
       log.info(fields, 'lease ran and closed: not pre-produced again');
       return;
     }
-    if (offers && start.mode === 'ipam') await offerLease(client, offers, start, log);
+    if (offers) await offerLease(client, offers, start, log);
   };
 
   const handle = async (type: string, object: unknown) => {

@@ -184,6 +184,8 @@ class Lease {
     const attachment = attachmentFor(request, 'pending');
     this.state.attachments.push(attachment);
     this.enter('Consumed', `claimed by sandbox ${request.containerId.slice(0, 12)}`);
+    // The node agent activated it already (an answer from its offer): nothing left to run.
+    if (request.fromOffer && request.links) this.activated(attachment);
     return attachment;
   }
 
@@ -203,16 +205,20 @@ class Lease {
     this.enter('Activating', `configuring ${attachment.ifName} in ${attachment.netns || 'the runtime'}`);
     try {
       attachment.links = await activateOnNode(this.start, attachment, this.state.addresses, this.policy);
-      attachment.status = 'active';
-      this.state.lastError = undefined;
-      if (this.podRunning) this.enter('Running', 'pod is Running');
-      else {
-        this.enter('Active', 'interface ready; waiting for the pod to be Running');
-        void this.watchForStall();
-      }
+      this.activated(attachment);
     } catch (err) {
       if (isCancellation(err)) throw err;
       this.park(attachment, err);
+    }
+  }
+
+  private activated(attachment: Attachment): void {
+    attachment.status = 'active';
+    this.state.lastError = undefined;
+    if (this.podRunning) this.enter('Running', 'pod is Running');
+    else {
+      this.enter('Active', 'interface ready; waiting for the pod to be Running');
+      void this.watchForStall();
     }
   }
 
@@ -365,8 +371,8 @@ class Lease {
 
 /** The sandbox of an ADD as the lease keeps it. */
 function attachmentFor(request: ConsumeRequest, status: Attachment['status']): Attachment {
-  const { containerId, netns, ifName, routes } = request;
-  return { containerId, netns, ifName, status, ...(routes ? { routes } : {}) };
+  const { containerId, netns, ifName, routes, links } = request;
+  return { containerId, netns, ifName, status, ...(routes ? { routes } : {}), ...(links ? { links } : {}) };
 }
 
 function failure(message: string, type: string): ApplicationFailure {

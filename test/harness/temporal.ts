@@ -97,14 +97,15 @@ export async function runControlWorker(config: NetleaseConfig): Promise<RunningW
 export function withControlWorker(
   prefix: string,
   overrides: (taskQueue: string) => Partial<Record<keyof NetleaseConfig, unknown>> = () => ({}),
-): { readonly temporal: TestTemporal } {
+): { readonly temporal: TestTemporal; readonly context: CniContext } {
   let temporal: TestTemporal | undefined;
   let worker: RunningWorker | undefined;
   let cni: CniApi | undefined;
+  const context: CniContext = {};
   beforeAll(async () => {
     temporal = await connectTest(prefix);
     worker = await runControlWorker(testConfig(temporal.taskQueue, overrides(temporal.taskQueue)));
-    cni = await serveTestCniApi(temporal.taskQueue);
+    cni = await serveTestCniApi(temporal.taskQueue, context);
   });
   afterAll(async () => {
     await cni?.close();
@@ -116,5 +117,7 @@ export function withControlWorker(
       if (!temporal) throw new Error('withControlWorker: used before beforeAll ran');
       return temporal;
     },
+    /** What the file's CNI API calls use besides Temporal (a test may give it offers). */
+    context,
   };
 }
