@@ -96,3 +96,8 @@ test('a failing batch line is named in the error and stops the lines after it', 
   const lo = (await ns.links()).find((l) => l.ifname === 'lo');
   expect(lo?.mtu).toBe(1280);
 });
+
+test('a batch larger than a pipe into a namespace that is gone fails as an IpError', async () => {
+  const commands = Array.from({ length: 5000 }, () => ['link', 'show', 'dev', 'lo']);
+  await expect(ipBatch('/var/run/netns/nlt-gone-000000', commands)).rejects.toThrow(/cannot open/);
+});
