@@ -3,8 +3,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import { DataplaneFailure, type AttachmentInput, type DataplaneActivities } from '../domain/dataplane';
 import { isInterfaceName, type ActivatedLinks, type ConsumeRequest } from '../domain/lease';
 import type { OfferRevocation } from '../domain/offer';
-import { configureHostEnd, configurePodEnd, enableForwarding } from '../kernel/addressing';
+import { configureHostEnd, configurePodEnd } from '../kernel/addressing';
 import { pauseAfter } from '../kernel/failpoint';
+import { forwardingKeeper } from '../kernel/forwarding';
 import type { Netns } from '../kernel/ip';
 import { attachmentLinkNames } from '../kernel/names';
 import { netnsExists, requireNetns } from '../kernel/netns';
@@ -33,7 +34,14 @@ function validate(input: AttachmentInput): void {
   }
 }
 
+/** Runs both to the end (no process left running behind a failed attempt), then throws the first failure. */
+async function both(a: Promise<void>, b: Promise<void>): Promise<void> {
+  const failed = (await Promise.allSettled([a, b])).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 export function createDataplaneActivities({ hostNetns, offers }: NodeAgentDeps): DataplaneActivities {
+  const ensureForwarding = forwardingKeeper(hostNetns);
   return {
     async activateAttachment(input: AttachmentInput): Promise<ActivatedLinks> {
       validate(input);
@@ -42,9 +50,12 @@ export function createDataplaneActivities({ hostNetns, offers }: NodeAgentDeps):
       const names = attachmentLinkNames(containerId, ifName);
       await ensureVethPair(hostNetns, netns, ifName, names);
       await pauseAfter('veth-created');
-      await configurePodEnd(netns, ifName, input.addresses, input.routes);
-      await configureHostEnd(hostNetns, names.hostName, input.addresses);
-      await enableForwarding(hostNetns, [...new Set(input.addresses.map((a) => a.family))]);
+      // The two ends are in different namespaces: configured side by side.
+      await both(
+        configurePodEnd(netns, ifName, input.addresses, input.routes),
+        configureHostEnd(hostNetns, names.hostName, input.addresses),
+      );
+      await ensureForwarding([...new Set(input.addresses.map((a) => a.family))]);
       return {
         host: { name: names.hostName, mac: names.hostMac },
         container: { name: ifName, mac: names.containerMac, sandbox: netns },

@@ -33,6 +33,9 @@ function exec(file: string, args: string[], input?: string): Promise<string> {
       if (err) reject(Object.assign(err, { stderr }));
       else resolve(stdout);
     });
+    // A child that exits before reading all its input (nsenter failing) breaks the pipe: its exit
+    // status is the error to report, and an unhandled EPIPE would take the whole process down.
+    child.stdin?.on('error', () => undefined);
     if (input !== undefined) child.stdin?.end(input);
   });
 }

@@ -45,17 +45,36 @@ async function create(host: Netns, podNetns: string, ifName: string, names: Atta
   ]);
 }
 
-/** Converges to exactly one pair: keeps a complete one, removes our half-made remnants. */
+const nameTaken = (err: unknown): boolean => err instanceof IpError && err.exists;
+
+/**
+ * Converges to exactly one pair. Creating it is tried first: on a fresh attachment nothing holds
+ * either name and one process does it all; creation is atomic, so a failure leaves nothing.
+ */
 export async function ensureVethPair(
   host: Netns,
   podNetns: string,
   ifName: string,
   names: AttachmentLinkNames,
-  retried = false,
 ): Promise<void> {
-  const pod = await findLink(podNetns, ifName);
+  try {
+    await create(host, podNetns, ifName, names);
+  } catch (err) {
+    if (!nameTaken(err)) throw err;
+    await converge(host, podNetns, ifName, names, false);
+  }
+}
+
+/** A name is taken: keeps a complete pair of ours, removes our half-made remnants, else conflicts. */
+async function converge(
+  host: Netns,
+  podNetns: string,
+  ifName: string,
+  names: AttachmentLinkNames,
+  retried: boolean,
+): Promise<void> {
+  const [pod, hostLink] = await Promise.all([findLink(podNetns, ifName), findLink(host, names.hostName)]);
   if (pod && pod.address !== names.containerMac) throw conflict(ifName, podNetns, mac(pod));
-  const hostLink = await findLink(host, names.hostName);
   if (hostLink && !isOurHostEnd(hostLink, names)) throw hostConflict(host, names, hostLink);
   if (pod && hostLink && isPair(hostLink, pod)) return;
   if (hostLink) await deleteLink(host, names.hostName);
@@ -64,14 +83,16 @@ export async function ensureVethPair(
     await create(host, podNetns, ifName, names);
   } catch (err) {
     // Another attempt of the same activation made it in between: look again, once.
-    if (err instanceof IpError && err.exists && !retried) {
-      return ensureVethPair(host, podNetns, ifName, names, true);
-    }
+    if (nameTaken(err) && !retried) return converge(host, podNetns, ifName, names, true);
     throw err;
   }
 }
 
-/** Removes the pair: each end only when it is ours (a foreign link stays). Gone already is fine. */
+/**
+ * Removes the pair: each end only when it is ours (a foreign link stays). Gone already is fine.
+ * Deleting one end of a veth deletes the other, so the pod end needs no step of its own when it
+ * is our host end's peer.
+ */
 export async function removeVethPair(
   host: Netns,
   podNetns: string,
@@ -79,9 +100,13 @@ export async function removeVethPair(
   names: AttachmentLinkNames,
   podNetnsExists: boolean,
 ): Promise<void> {
-  const hostLink = await findLink(host, names.hostName);
-  if (hostLink && isOurHostEnd(hostLink, names)) await deleteLink(host, names.hostName);
-  if (!podNetnsExists) return;
-  const pod = await findLink(podNetns, ifName);
-  if (pod?.address === names.containerMac) await deleteLink(podNetns, ifName);
+  const [hostLink, pod] = await Promise.all([
+    findLink(host, names.hostName),
+    podNetnsExists ? findLink(podNetns, ifName) : undefined,
+  ]);
+  const ours = hostLink && isOurHostEnd(hostLink, names) ? hostLink : undefined;
+  if (ours) await deleteLink(host, names.hostName);
+  if (pod?.address === names.containerMac && !(ours && isPair(ours, pod))) {
+    await deleteLink(podNetns, ifName);
+  }
 }
