@@ -4,30 +4,32 @@
 // with its exit code. When the agent does not answer, ADD and CHECK get error 11 naming the
 // socket, STATUS gets 50, and DEL is queued on disk (fsync'd) for the agent to apply when it
 // starts, so no deletion is ever lost.
+//
+// Being exec'd per call, its cost is mostly start-up: it uses no net/http, no encoding/json and
+// no crypto (see agent.go and json.go), which keeps it to little more than the Go runtime's own.
 package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
 
 const (
-	defaultSocket = "/run/netlease/cni.sock"
-	defaultQueue  = "/var/lib/netlease/cni-del-queue"
-	// A call's own budget is the network config's timeoutSeconds, which the agent enforces; the
-	// shim waits a little longer so the agent's answer, not the shim's deadline, decides.
+	defaultSocket         = "/run/netlease/cni.sock"
+	defaultQueue          = "/var/lib/netlease/cni-del-queue"
 	defaultTimeoutSeconds = 30
-	graceSeconds          = 5
 	maxStdin              = 16 << 20
 )
+
+// A call's own budget is the network config's timeoutSeconds, which the agent enforces; the shim
+// waits this much longer so the agent's answer, not the shim's deadline, decides. (A variable
+// for the tests.)
+var grace = 5 * time.Second
 
 var supportedVersions = []string{"0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 
@@ -38,34 +40,21 @@ var forwarded = map[string]bool{"ADD": true, "DEL": true, "CHECK": true, "GC": t
 // The fields the shim needs: where the agent listens and where DELs wait. netlease reads its
 // settings from the top level as the main plugin and from `ipam` when another plugin delegates.
 type settings struct {
-	AgentSocket    string  `json:"agentSocket"`
-	DeleteQueue    string  `json:"deleteQueue"`
-	TimeoutSeconds float64 `json:"timeoutSeconds"`
+	AgentSocket    string
+	DeleteQueue    string
+	TimeoutSeconds float64
 }
 
 type netConf struct {
-	CNIVersion string `json:"cniVersion"`
-	Type       string `json:"type"`
+	CNIVersion string
+	Type       string
 	settings
-	IPAM *settings `json:"ipam"`
-}
-
-// One CNI call as the agent receives it: the same in the queue.
-type call struct {
-	Env   map[string]string `json:"env"`
-	Stdin string            `json:"stdin"`
+	IPAM *settings
 }
 
 type answer struct {
-	ExitCode int    `json:"exitCode"`
-	Stdout   string `json:"stdout"`
-}
-
-type cniError struct {
-	CNIVersion string `json:"cniVersion"`
-	Code       int    `json:"code"`
-	Msg        string `json:"msg"`
-	Details    string `json:"details,omitempty"`
+	ExitCode int
+	Stdout   string
 }
 
 func main() {
@@ -95,7 +84,7 @@ func run(in io.Reader, out io.Writer) int {
 		return fail(out, version, 6, "failed to decode network configuration", decodeErr.Error())
 	}
 	s := conf.effective()
-	request := call{Env: cniEnv(), Stdin: string(stdin)}
+	request := encodeCall(os.Environ(), stdin)
 	got, err := ask(s, request)
 	if err == nil {
 		io.WriteString(out, got.Stdout)
@@ -111,12 +100,27 @@ func decode(stdin []byte) (netConf, error) {
 	if len(bytes.TrimSpace(stdin)) == 0 {
 		return conf, nil
 	}
-	var syntax any
-	if err := json.Unmarshal(stdin, &syntax); err != nil {
+	parsed, err := parseJSON(stdin)
+	if err != nil {
 		return conf, err
 	}
-	_ = json.Unmarshal(stdin, &conf)
+	top, _ := parsed.(map[string]any)
+	conf.CNIVersion, _ = top["cniVersion"].(string)
+	conf.Type, _ = top["type"].(string)
+	conf.settings = settingsOf(top)
+	if ipam, ok := top["ipam"].(map[string]any); ok {
+		s := settingsOf(ipam)
+		conf.IPAM = &s
+	}
 	return conf, nil
+}
+
+func settingsOf(object map[string]any) settings {
+	var s settings
+	s.AgentSocket, _ = object["agentSocket"].(string)
+	s.DeleteQueue, _ = object["deleteQueue"].(string)
+	s.TimeoutSeconds, _ = object["timeoutSeconds"].(float64)
+	return s
 }
 
 // The settings that apply: from `ipam` when netlease is a delegated IPAM plugin, with defaults.
@@ -145,7 +149,9 @@ func answerVersion(out io.Writer, stdin []byte, version string, decodeErr error)
 		return fail(out, version, 1, fmt.Sprintf("incompatible CNI version %q", version),
 			"supported: "+strings.Join(supportedVersions, ", "))
 	}
-	return emit(out, map[string]any{"cniVersion": version, "supportedVersions": supportedVersions}, 0)
+	text := quote([]byte(`{"cniVersion":`), version)
+	text = append(text, `,"supportedVersions":["`+strings.Join(supportedVersions, `","`)+`"]}`...)
+	return emit(out, text, 0)
 }
 
 func supported(version string) bool {
@@ -157,53 +163,29 @@ func supported(version string) bool {
 	return false
 }
 
-// The CNI_* variables of the call, and nothing else of the runtime's environment.
-func cniEnv() map[string]string {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if name, value, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "CNI_") {
-			env[name] = value
+// encodeCall makes the agent's request, {"env":{...},"stdin":"..."}: the call's CNI_* variables
+// (nothing else of the runtime's environment) and stdin. The queue stores the same text.
+func encodeCall(environ []string, stdin []byte) []byte {
+	body := make([]byte, 0, len(stdin)+1024)
+	body = append(body, `{"env":{`...)
+	seen := map[string]bool{}
+	for i := len(environ) - 1; i >= 0; i-- { // the last of a name wins, as in os.Getenv
+		name, value, ok := strings.Cut(environ[i], "=")
+		if !ok || !strings.HasPrefix(name, "CNI_") || seen[name] {
+			continue
 		}
+		if len(seen) > 0 {
+			body = append(body, ',')
+		}
+		seen[name] = true
+		body = append(quote(body, name), ':')
+		body = quote(body, value)
 	}
-	return env
+	body = append(body, `},"stdin":`...)
+	return append(quote(body, string(stdin)), '}')
 }
 
-// ask posts the call to the agent: HTTP/1.1 on the unix socket, JSON both ways.
-func ask(s settings, request call) (answer, error) {
-	body, err := json.Marshal(request)
-	if err != nil {
-		return answer{}, err
-	}
-	timeout := time.Duration(s.TimeoutSeconds+graceSeconds) * time.Second
-	client := &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", s.AgentSocket)
-			},
-		},
-	}
-	response, err := client.Post("http://netlease-agent/cni", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return answer{}, err
-	}
-	defer response.Body.Close()
-	text, err := io.ReadAll(response.Body)
-	if err != nil {
-		return answer{}, err
-	}
-	if response.StatusCode != http.StatusOK {
-		return answer{}, fmt.Errorf("agent answered %s: %s", response.Status, strings.TrimSpace(string(text)))
-	}
-	var got answer
-	if err := json.Unmarshal(text, &got); err != nil {
-		return answer{}, fmt.Errorf("agent answered something else than a CNI answer: %w", err)
-	}
-	return got, nil
-}
-
-func agentDown(out io.Writer, command, version string, s settings, request call, cause error) int {
+func agentDown(out io.Writer, command, version string, s settings, request []byte, cause error) int {
 	switch command {
 	case "DEL":
 		if err := enqueue(s.DeleteQueue, request); err != nil {
@@ -217,12 +199,18 @@ func agentDown(out io.Writer, command, version string, s settings, request call,
 	}
 }
 
+// fail prints a CNI error: {"cniVersion","code","msg","details"}, details left out when empty.
 func fail(out io.Writer, version string, code int, msg, details string) int {
-	return emit(out, cniError{CNIVersion: version, Code: code, Msg: msg, Details: details}, 1)
+	text := quote([]byte(`{"cniVersion":`), version)
+	text = append(text, `,"code":`+strconv.Itoa(code)+`,"msg":`...)
+	text = quote(text, msg)
+	if details != "" {
+		text = quote(append(text, `,"details":`...), details)
+	}
+	return emit(out, append(text, '}'), 1)
 }
 
-func emit(out io.Writer, value any, exitCode int) int {
-	text, _ := json.Marshal(value)
+func emit(out io.Writer, text []byte, exitCode int) int {
 	out.Write(append(text, '\n'))
 	return exitCode
 }
