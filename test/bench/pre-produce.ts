@@ -1,6 +1,6 @@
-// Pods bound to the bench's node, created in the apiserver as a scheduler would bind them; the
-// node agent (with `preProduce`) starts their leases and produces their addresses before any ADD.
-// Ready once visibility counts that many more Produced leases on the node and the agent holds
+// Pods bound to one of the bench's nodes, created in the apiserver as a scheduler would bind them;
+// that node's agent (with `preProduce`) starts their leases and produces their addresses before any
+// ADD. Ready once visibility counts that many more Produced leases on the node and the agent holds
 // that many offers on disk (each pod's first ADD is answered from its offer).
 import { readdirSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
@@ -8,20 +8,23 @@ import type { KubeClients } from '../../kubernetes/kube';
 import { waitFor } from '../../tools/processes';
 import { inBatches } from '../harness/shim';
 import { freshPod, type BenchPod } from './plugins';
-import { NODE } from './stack';
 
-const NAMESPACE = 'bench-pre';
-const producedQuery = `WorkflowType = 'leaseWorkflow' AND NodeName = '${NODE}' AND LeasePhase = 'Produced'`;
+/** Where the pods go and where their agent holds offers. */
+export interface PreProducedSite {
+  node: string;
+  namespace: string;
+  offerDir: string;
+}
 
-async function createPods({ core }: KubeClients, count: number): Promise<BenchPod[]> {
-  await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
+async function createPods({ core }: KubeClients, site: PreProducedSite, count: number): Promise<BenchPod[]> {
+  await core.createNamespace({ body: { metadata: { name: site.namespace } } });
   const create = async (): Promise<BenchPod> => {
-    const pod = freshPod(NAMESPACE);
+    const pod = freshPod(site.namespace);
     const made = await core.createNamespacedPod({
-      namespace: NAMESPACE,
+      namespace: site.namespace,
       body: {
         metadata: { name: pod.name },
-        spec: { nodeName: NODE, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
+        spec: { nodeName: site.node, containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
       },
     });
     return { ...pod, uid: made.metadata?.uid ?? '' };
@@ -32,7 +35,6 @@ async function createPods({ core }: KubeClients, count: number): Promise<BenchPo
   );
 }
 
-/** The pods, or why there are none: no lease became Produced for `stallMs`, or not all by `timeoutMs`. */
 const offersOnDisk = (dir: string) => {
   try {
     return readdirSync(dir).filter((name) => name.endsWith('.json')).length;
@@ -41,25 +43,27 @@ const offersOnDisk = (dir: string) => {
   }
 };
 
+/** The pods, or why there are none: nothing progressed for `stallMs`, or not all by `timeoutMs`. */
 export async function preProducedPods(
   clients: KubeClients,
   client: Client,
-  offerDir: string,
+  site: PreProducedSite,
   count: number,
   timeoutMs: number,
   stallMs = 60_000,
 ): Promise<BenchPod[] | string> {
-  const counted = async () => (await client.workflow.count(producedQuery)).count;
+  const query = `WorkflowType = 'leaseWorkflow' AND NodeName = '${site.node}' AND LeasePhase = 'Produced'`;
+  const counted = async () => (await client.workflow.count(query)).count;
   const before = await counted();
-  const pods = await createPods(clients, count);
+  const pods = await createPods(clients, site, count);
   let produced = 0;
   let progressAt = Date.now();
   const progress = async () => {
-    const now = Math.min((await counted()) - before, offersOnDisk(offerDir));
+    const now = Math.min((await counted()) - before, offersOnDisk(site.offerDir));
     if (now > produced) [produced, progressAt] = [now, Date.now()];
     return produced >= count || Date.now() - progressAt > stallMs;
   };
   await waitFor(progress, timeoutMs, 1000);
   if (produced >= count) return pods;
-  return `${produced} of ${count} pods' leases Produced (waited up to ${timeoutMs / 1000} s, ${stallMs / 1000} s without progress)`;
+  return `${produced} of ${count} pods' leases Produced and offered (waited up to ${timeoutMs / 1000} s, ${stallMs / 1000} s without progress)`;
 }

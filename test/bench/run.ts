@@ -21,11 +21,11 @@ import {
   type Plugin,
 } from './plugins';
 import { preProducedPods } from './pre-produce';
-import { ptpPlugin } from './ptp-path';
+import { ptpPlugin, ptpPreProducedPlugin } from './ptp-path';
 import { openLeases, shimVersionCpu } from './footprint';
 import { rssMiB } from './proc';
 import { hopSamples } from './hop-samples';
-import { removeDir, startStack, type BenchStack } from './stack';
+import { NODE, PTP_NODE, removeDir, startStack, type BenchStack } from './stack';
 
 /** NETLEASE_BENCH_SCALE=0.1: a quick run with a tenth of the calls (figures less stable). */
 const SCALE = Number(process.env.NETLEASE_BENCH_SCALE ?? 1) || 1;
@@ -73,7 +73,23 @@ async function interleaved(plugins: Plugin[]): Promise<Row[]> {
 async function preProduced(stack: BenchStack, client: Client): Promise<BenchPod[] | string> {
   if (stack.preProduceMissing) return stack.preProduceMissing;
   say(`creating ${PRE_PRODUCED} pods on the node; waiting for their leases to be Produced`);
-  return preProducedPods(stack.clients, client, stack.offerDir, PRE_PRODUCED, 300_000);
+  const site = { node: NODE, namespace: 'bench-pre', offerDir: stack.offerDir };
+  return preProducedPods(stack.clients, client, site, PRE_PRODUCED, 300_000);
+}
+
+/** The ptp rows: cold, and pre-produced on the ptp node (root only: network namespaces). */
+async function ptpRows(stack: BenchStack, client: Client): Promise<Plugin[]> {
+  const cold = await ptpPlugin(stack, PTP_PODS + 1);
+  if (!stack.ptp) return [cold];
+  say(`creating ${PTP_PODS} pods on the ptp node; waiting for their leases to be Produced and offered`);
+  const site = { node: PTP_NODE, namespace: 'bench-ptp', offerDir: stack.ptp.offerDir };
+  const pods = await preProducedPods(stack.clients, client, site, PTP_PODS + 1, 120_000);
+  if (typeof pods === 'string') {
+    say(`ptp pre-produced: not available (${pods})`);
+    return [cold];
+  }
+  const pre = await ptpPreProducedPlugin(stack, pods);
+  return pre ? [cold, pre] : [cold];
 }
 
 async function measure(stack: BenchStack, client: Client, root: boolean): Promise<Measured> {
@@ -86,10 +102,10 @@ async function measure(stack: BenchStack, client: Client, root: boolean): Promis
   const plugins = pre ? [...peers.slice(0, 2), pre, cold] : peers;
   const rows = await interleaved(plugins);
   say(root ? `ptp: ${PTP_PODS} pods, sequential` : 'ptp: skipped (not root: no network namespaces)');
-  const ptp = root ? await ptpPlugin(stack, PTP_PODS + 1) : undefined;
-  if (ptp) rows.push({ label: ptp.label, seq: await sequential(ptp, PTP_PODS) });
+  const ptps = root ? await ptpRows(stack, client) : [];
+  for (const ptp of ptps) rows.push({ label: ptp.label, seq: await sequential(ptp, PTP_PODS) });
   say('Temporal hops of one ADD and DEL');
-  const hops = await hopSamples(client, [cold, pre, ptp]);
+  const hops = await hopSamples(client, [cold, pre, ...ptps]);
   const shimVersion = await shimVersionCpu(200);
   const pids = stack.pids();
   const rss = { agent: rssMiB(pids.agent), control: rssMiB(pids.control) };

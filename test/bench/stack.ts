@@ -12,6 +12,9 @@ import { startDevServer, type DevServer } from '../../tools/temporal-server';
 import { applyWhereaboutsCrds } from './whereabouts-crds';
 
 export const NODE = 'bench-node';
+/** A second node whose agent pre-produces ptp leases (one preProduce section per agent). */
+export const PTP_NODE = 'bench-node-ptp';
+export const PTP_NETWORK = 'bench-ptp';
 export const POOL = 'bench';
 /** The CNI network name of the ipam rows; pre-produced leases are started for it. */
 export const NETWORK = 'bench';
@@ -30,6 +33,8 @@ export interface BenchStack {
   deleteQueue: string;
   /** Where the agent holds the offers of pre-produced leases. */
   offerDir: string;
+  /** The ptp node's agent (pre-produces ptp leases), when the agent's schema knows preProduce. */
+  ptp?: { agent: Tracked; agentSocket: string; deleteQueue: string; offerDir: string };
   /** Why pre-produced ADDs cannot be measured, or undefined when the agent pre-produces. */
   preProduceMissing?: string;
   /** The long-lived processes, by name. */
@@ -74,24 +79,55 @@ function controlConfig(address: string, kubeconfig: string): object {
   };
 }
 
+interface AgentSetup {
+  address: string;
+  kubeconfig: string;
+  hostNetns?: string;
+  dir: string;
+}
+
+/** Where an agent's files go: `<dir>/<prefix>cni.sock` and so on. */
+const agentFiles = (dir: string, prefix: string) => ({
+  agentSocket: join(dir, `${prefix}cni.sock`),
+  deleteQueue: join(dir, `${prefix}del-queue`),
+  offerDir: join(dir, `${prefix}offers`),
+});
+
 /** The pre-produce section is only written when the agent's schema knows it (it is strict). */
-function agentConfig(stack: { address: string; kubeconfig: string; hostNetns?: string; dir: string }) {
+function agentConfig(stack: AgentSetup, node = NODE, mode: 'ipam' | 'ptp' = 'ipam') {
   const preProduce = 'preProduce' in NodeAgentConfigSchema.shape;
+  const files = agentFiles(stack.dir, node === NODE ? '' : 'ptp-');
   const base = {
     // The control plane's task queue: pre-produced leases must start where its worker polls.
     temporal: { address: stack.address, taskQueue: TASK_QUEUE },
-    nodeName: NODE,
+    nodeName: node,
     hostNetns: stack.hostNetns,
-    cniSocket: join(stack.dir, 'cni.sock'),
-    deleteQueue: join(stack.dir, 'del-queue'),
+    cniSocket: files.agentSocket,
+    deleteQueue: files.deleteQueue,
   };
   if (!preProduce) return { config: base, missing: "the node agent's config has no preProduce section" };
   const extra = {
     kubernetes: { kubeconfig: stack.kubeconfig },
-    offerDir: join(stack.dir, 'offers'),
-    preProduce: { network: NETWORK, pool: POOL, mode: 'ipam', ifName: 'eth0' },
+    offerDir: files.offerDir,
+    preProduce: { network: mode === 'ipam' ? NETWORK : PTP_NETWORK, pool: POOL, mode, ifName: 'eth0' },
   };
   return { config: { ...base, ...extra }, missing: undefined };
+}
+
+/** The ptp node's agent; only with preProduce and a host namespace (root). */
+async function startPtpAgent(setup: AgentSetup, clients: KubeClients) {
+  const { config, missing } = agentConfig(setup, PTP_NODE, 'ptp');
+  if (missing || !setup.hostNetns) return undefined;
+  await clients.core.createNode({ body: { metadata: { name: PTP_NODE } } });
+  const ready = '"msg":"CNI API listening"';
+  const agent = await startNodeProcess(
+    setup.dir,
+    'ptp-agent',
+    [NODE_AGENT_NODE_FLAGS, 'worker/node-agent.js'],
+    config,
+    ready,
+  );
+  return { agent, ...agentFiles(setup.dir, 'ptp-') };
 }
 
 export async function startStack(
@@ -130,6 +166,8 @@ export async function startStack(
       '"msg":"CNI API listening"',
     );
     started.push(agent);
+    const ptp = await startPtpAgent(agentSetup, clients);
+    if (ptp) started.push(ptp.agent);
     return {
       dir,
       temporal,
@@ -140,6 +178,7 @@ export async function startStack(
       agentSocket: join(dir, 'cni.sock'),
       deleteQueue: join(dir, 'del-queue'),
       offerDir: join(dir, 'offers'),
+      ptp,
       preProduceMissing: missing,
       pids: () => ({
         temporal: temporal.pid,

@@ -74,6 +74,7 @@ beforeAll(async () => {
     nodeName: node,
     cniSocket,
     deleteQueue,
+    offerDir: join(dir, 'offers'),
     kubernetes: { kubeconfig: kubeconfigPath() },
     preProduce: { network: 'netlease-test', pool: taskQueue, mode: 'ipam', ifName: 'eth0' },
     metrics: { port: agentPort },
@@ -159,6 +160,12 @@ test('CNI calls are counted by verb and code, leases by phase, addresses per poo
   // Both pods are bound to the node: the agent started their eth0 leases before any ADD.
   expect(sampleValue(agentText, 'netlease_preproduced_leases_total', { result: 'started' })).toBe(2);
   expect(sampleValue(agentText, 'netlease_cni_delete_queue_length')).toBe(0);
+  // Both leases were offered to the agent (held on its disk for their first ADD).
+  const offered = await scrapeUntil(
+    agentPort,
+    (text) => sampleValue(text, 'netlease_offer_events_total', { event: 'held' }) === 2,
+  );
+  expect(sampleValue(offered, 'netlease_offer_events_total', { event: 'held' })).toBe(2);
   expect(agentText).toMatch(/^temporal_\w+/m); // the SDK's own metrics, merged in
 
   const controlText = await scrapeUntil(

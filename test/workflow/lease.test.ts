@@ -8,10 +8,13 @@ import type { ProduceInput, Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
 import { DataplaneFailure, nodeTaskQueue } from '../../domain/dataplane';
 import { leaseWorkflowId } from '../../domain/ids';
-import { FailureType, type LeaseStart } from '../../domain/lease';
+import { FailureType, type ConsumeRequest, type LeaseStart } from '../../domain/lease';
+import type { OfferRevocation } from '../../domain/offer';
 import {
   LEASE_WORKFLOW_TYPE,
+  consumeUpdate,
   leaseStateQuery,
+  offerUpdate,
   podRunningSignal,
   releaseSignal,
   retrySignal,
@@ -40,6 +43,9 @@ const produceFor = (input: ProduceInput): Promise<Produced> => {
 };
 const returned: ProduceInput[] = [];
 let linkFixed = false;
+/** What the node's revokeOffer answers per lease id (the sandbox the agent answered), and the calls. */
+const answeredFromOffer = new Map<string, ConsumeRequest>();
+const revocations: Array<{ leaseId: string; run: string; before: number }> = [];
 
 let t: WorkflowTestEnv;
 beforeAll(async () => {
@@ -65,6 +71,10 @@ beforeAll(async () => {
         };
       },
       deactivateAttachment: async () => undefined,
+      revokeOffer: async ({ leaseId, run }: OfferRevocation) => {
+        revocations.push({ leaseId, run, before: returned.filter((r) => r.leaseId === leaseId).length });
+        return answeredFromOffer.get(leaseId) ?? null;
+      },
     },
     nodeTaskQueue(node),
   );
@@ -154,4 +164,69 @@ test('Active without the pod Running becomes Stalled, and Running once confirmed
 
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 4);
+});
+
+test('an offered lease revokes the offer before it returns its addresses; an unconfirmed answer comes back', async () => {
+  const start = startOf(uniqueName('offered'));
+  const handle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
+    workflowId: leaseWorkflowId(start.podUid, 'eth0'),
+    taskQueue: t.taskQueue,
+    args: [start],
+  });
+  const offer = await handle.executeUpdate(offerUpdate);
+  expect(offer).toEqual({ run: handle.firstExecutionRunId, addresses });
+  // The agent answered an ADD from the offer and died before confirming it.
+  const sandbox = { containerId: 'ctr-answered', netns: '/var/run/netns/a', ifName: 'eth0' };
+  answeredFromOffer.set(handle.workflowId, sandbox);
+  await handle.signal(releaseSignal, { reason: 'pod gone' });
+  const state = await handle.result();
+  expect(state.phase).toBe('Released');
+  expect(state.lastError).toBeUndefined();
+  const mine = revocations.filter((r) => r.leaseId === handle.workflowId);
+  expect(mine).toEqual([{ leaseId: handle.workflowId, run: handle.firstExecutionRunId, before: 0 }]);
+  expect(returned.filter((r) => r.leaseId === handle.workflowId)).toHaveLength(1);
+  // The lease recorded the answered sandbox before ending it (its history shows the revocation's answer).
+  const events = (await handle.fetchHistory()).events ?? [];
+  const results = events.map((e) =>
+    Buffer.from(e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data ?? '').toString(),
+  );
+  expect(results.some((r) => r.includes('ctr-answered'))).toBe(true);
+});
+
+test('a confirmed answer spends the offer: release revokes nothing; a closed lease takes no offer', async () => {
+  const start = startOf(uniqueName('confirmed'));
+  const handle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
+    workflowId: leaseWorkflowId(start.podUid, 'eth0'),
+    taskQueue: t.taskQueue,
+    args: [start],
+  });
+  await handle.executeUpdate(offerUpdate);
+  const grant = await handle.executeUpdate(consumeUpdate, {
+    args: [{ containerId: 'ctr-c', netns: '/var/run/netns/c', ifName: 'eth0', fromOffer: true }],
+  });
+  expect(grant.addresses).toEqual(addresses);
+  expect((await handle.query(leaseStateQuery)).phase).toBe('Active');
+  await handle.signal(releaseSignal, { reason: 'pod gone' });
+  await handle.result();
+  expect(revocations.filter((r) => r.leaseId === handle.workflowId)).toEqual([]);
+
+  const ptp = startOf(uniqueName('ptp-offer'), 'ptp');
+  const ptpHandle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
+    workflowId: leaseWorkflowId(ptp.podUid, 'eth0'),
+    taskQueue: t.taskQueue,
+    args: [ptp],
+  });
+  await ptpHandle.executeUpdate(offerUpdate);
+  // A ptp answer carries the links the agent made: the lease runs no activation of its own.
+  const links = {
+    host: { name: 'nl1', mac: '02:00:00:00:00:03' },
+    container: { name: 'eth0', mac: '02:00:00:00:00:04', sandbox: '/var/run/netns/p' },
+  };
+  const ptpGrant = await ptpHandle.executeUpdate(consumeUpdate, {
+    args: [{ containerId: 'ctr-p', netns: '/var/run/netns/p', ifName: 'eth0', fromOffer: true, links }],
+  });
+  expect(ptpGrant.links).toEqual(links);
+  await ptpHandle.signal(releaseSignal, { reason: 'pod gone' });
+  await ptpHandle.result();
+  expect(await ptpHandle.executeUpdate(offerUpdate).catch(failureType)).toMatch(/not found|completed/i);
 });
