@@ -1,9 +1,23 @@
 // The workflow bundle that tools/bundle-workflows builds: one zod per V8 context (a preloaded
-// holder; every other `require('zod')` pointed at the stand-in).
+// holder; every other `require('zod')` pointed at the stand-in) and an inline source map without
+// the sources' text.
 import { readFileSync } from 'node:fs';
 import { WORKFLOW_BUNDLE_PATH } from '../../worker/bundle';
 
 const code = readFileSync(WORKFLOW_BUNDLE_PATH, 'utf8');
+
+interface SourceMap {
+  sources: string[];
+  sourcesContent?: unknown[];
+  mappings: string;
+}
+
+/** The map the SDK reads (Worker: parseWorkflowCode): the last inline base64 sourceMappingURL. */
+function inlineSourceMap(): SourceMap {
+  const comment = code.lastIndexOf('//# sourceMappingURL=data:');
+  const base64 = code.indexOf('base64,', comment) + 'base64,'.length;
+  return JSON.parse(Buffer.from(code.slice(base64), 'base64').toString('utf8')) as SourceMap;
+}
 
 /** Module ids that `require('zod')` resolves to, in bundle order. */
 const zodTargets = (): string[] =>
@@ -23,4 +37,13 @@ test("bundled code gets zod through the stand-in; only the holder requires zod's
   // The holder's require sits in a function body: zod is evaluated lazily, never at preload time.
   const holder = code.slice(code.indexOf('function sharedZod()'));
   expect(holder.slice(0, holder.indexOf('\n}'))).toContain(direct[0]);
+});
+
+test('the inline source map maps to the TypeScript sources and carries none of their text', () => {
+  const map = inlineSourceMap();
+  expect(map.sourcesContent ?? []).toEqual([]);
+  expect(map.sources.some((s) => s.endsWith('/workflows/lease.ts'))).toBe(true);
+  // Line and column mappings (';' per generated line, ',' between segments), not the cheap kind.
+  expect(map.mappings.split(';').length).toBeGreaterThan(code.split('\n').length / 2);
+  expect(map.mappings).toContain(',');
 });
