@@ -1,6 +1,6 @@
 // The workflow bundle that tools/bundle-workflows builds: one zod per V8 context (a preloaded
-// holder; every other `require('zod')` pointed at the stand-in) and an inline source map without
-// the sources' text.
+// holder; every other `require('zod')` pointed at the stand-in), no configuration schemas, and an
+// inline source map without the sources' text.
 import { readFileSync } from 'node:fs';
 import { WORKFLOW_BUNDLE_PATH } from '../../worker/bundle';
 
@@ -37,6 +37,12 @@ test("bundled code gets zod through the stand-in; only the holder requires zod's
   // The holder's require sits in a function body: zod is evaluated lazily, never at preload time.
   const holder = code.slice(code.indexOf('function sharedZod()'));
   expect(holder.slice(0, holder.indexOf('\n}'))).toContain(direct[0]);
+});
+
+test("the configuration's schemas stay out of the bundle (each workflow would build them again)", () => {
+  const modules = [...code.matchAll(/^\/\*\*\*\/ "([^"]+)"/gm)].map((m) => m[1] ?? '');
+  expect(modules.some((m) => m.endsWith('/domain/text-schemas.js'))).toBe(true);
+  expect(modules.filter((m) => m.endsWith('/domain/config.js'))).toEqual([]);
 });
 
 test('the inline source map maps to the TypeScript sources and carries none of their text', () => {
