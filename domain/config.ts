@@ -1,24 +1,13 @@
 // The netlease configuration file (JSON or YAML) read by the control worker, as zod schemas.
 import { z } from 'zod';
-import { CidrError, overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
+import { overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
 import { DnsLabelSchema, NetworkNameSchema } from './names';
+import { CidrText, describeIssues, parsed } from './text-schemas';
 
-/** A zod refinement that accepts what `parse` accepts and reports its message otherwise. */
-function parsed(parse: (text: string) => unknown) {
-  return z.string().superRefine((text, ctx) => {
-    try {
-      parse(text);
-    } catch (err) {
-      if (!(err instanceof CidrError)) throw err;
-      ctx.addIssue({ code: 'custom', message: err.message });
-    }
-  });
-}
+export { AddressText, CidrText, describeIssues } from './text-schemas';
 
-export const CidrText = parsed((text) => parsePrefix(text));
 /** An exclusion is a CIDR or a single address. */
 export const ExclusionText = parsed((text) => (text.includes('/') ? parsePrefix(text) : parseAddress(text)));
-export const AddressText = parsed(parseAddress);
 
 function tryPrefix(text: string): Prefix | undefined {
   try {
@@ -233,18 +222,6 @@ export const NodeAgentConfigSchema = z
       ctx.addIssue({ code: 'custom', path: ['preProduce'], message: 'needs a kubernetes section' });
   });
 export type NodeAgentConfig = z.infer<typeof NodeAgentConfigSchema>;
-
-/** One line per problem, each naming the field: `pools[0].cidrs[1]: invalid CIDR ...`. */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const path = issue.path
-        .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
-        .join('');
-      return `${path || '(root)'}: ${issue.message}`;
-    })
-    .join('; ');
-}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

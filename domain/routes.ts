@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { AddressGrant } from './allocation';
 import type { Family } from './cidr';
-import { AddressText, CidrText } from './config';
+import { AddressText, CidrText } from './text-schemas';
 
 export const RouteSchema = z.object({ dst: CidrText, gw: AddressText.optional() }).strict();
 export type Route = z.infer<typeof RouteSchema>;

@@ -1,6 +1,6 @@
 // Update validators: synchronous zod checks whose messages name the offending field.
 import type { z } from 'zod';
-import { describeIssues } from '../domain/config';
+import { describeIssues } from '../domain/text-schemas';
 
 export const validated =
   <T>(schema: z.ZodType<T>, what: string) =>
