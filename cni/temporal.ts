@@ -26,6 +26,9 @@ function clientFor(settings: TemporalConnection, connectTimeoutMs: number): Prom
   return client;
 }
 
+/** The same client for the agent's own work (pre-produce, offers): one connection, not two. */
+export const sharedClient = (settings: TemporalConnection): Promise<Client> => clientFor(settings, 30_000);
+
 export async function closeTemporalClients(): Promise<void> {
   const open = [...clients.values()];
   clients.clear();

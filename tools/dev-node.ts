@@ -6,7 +6,7 @@ import { ip, netnsPath } from '../kernel/ip';
 import { netnsExists } from '../kernel/netns';
 import { NodeAgentConfigSchema } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
-import { NODE_AGENT_NODE_FLAGS } from '../worker/process-flags';
+import { NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
 import { writeCniDir, type CniDir } from './cni-dir';
 import { type Tracked } from './processes';
 import { startReadable } from './readable-log';
@@ -62,7 +62,7 @@ export async function startDevNode(
     configPath,
   ];
   return {
-    startAgent: () => startReadable(process.execPath, args),
+    startAgent: () => startReadable(process.execPath, args, { env: { ...process.env, ...PROCESS_ENV } }),
     cni,
     hostNetns: config.hostNetns ? netnsPath(config.hostNetns) : undefined,
   };

@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { connectKube, isNotFound } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
-import { CONTROL_WORKER_NODE_FLAGS } from '../worker/process-flags';
+import { CONTROL_WORKER_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
 import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
 import { stopLeftovers, stopPid, type Tracked } from './processes';
@@ -75,7 +75,14 @@ async function main(): Promise<void> {
     '--config',
     effectivePath,
   ];
-  workers.push(supervise('control worker', () => startReadable(process.execPath, controlArgs), events));
+  const controlEnv = { ...process.env, ...PROCESS_ENV };
+  workers.push(
+    supervise(
+      'control worker',
+      () => startReadable(process.execPath, controlArgs, { env: controlEnv }),
+      events,
+    ),
+  );
   save();
   const node = await startDevNode(root, stateDir, config.temporal.address, effective.kubernetes?.kubeconfig);
   workers.push(supervise('node agent', node.startAgent, events));

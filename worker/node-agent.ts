@@ -3,6 +3,7 @@
 // JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
 import type { Client } from '@temporalio/client';
 import { OfferBook } from '../cni/offers';
+import { sharedClient } from '../cni/temporal';
 import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
 import { createDataplaneActivities } from '../activities/dataplane';
 import { ClusterReader } from '../kubernetes/cluster-reader';
@@ -11,7 +12,6 @@ import { agentRegistry } from '../observability/agent-metrics';
 import { createLog, errorMessage, type Log } from '../observability/log';
 import { serveMetrics, type MetricsServer } from '../observability/metrics-server';
 import { installRuntime } from '../observability/runtime';
-import { connectClient } from '../temporal/connection';
 import { serveCniApi } from './cni-api';
 import { configPath, loadConfigFile } from './config-file';
 import { createNodeAgent } from './node-agent-worker';
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const runtime = await installRuntime(log, config.metrics !== undefined);
   // A DaemonSet passes spec.nodeName through the downward API; it wins over the host name.
   const nodeName = config.nodeName ?? process.env.NETLEASE_NODE_NAME;
-  const client = config.preProduce ? await connectClient(config.temporal) : undefined;
+  const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
   const offers = await offersFor(config, client, log);
   const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config, offers);
   const nodeLog = log.child({ node: agent.nodeName });

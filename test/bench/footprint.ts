@@ -1,12 +1,22 @@
 // What netlease holds on to: the shim's CPU per call, the workers' resident memory, and the
 // control worker's memory per open lease (N cold ADDs left open, RSS read before and after).
+import { join } from 'node:path';
 import { SHIM } from '../../tools/cni-dir';
 import { runToEnd } from '../../tools/processes';
 import { lanesUntil } from './phases';
 import { freshPod, type Plugin } from './plugins';
 import { rssMiB, waitedChildrenCpuMs } from './proc';
 
-/** CPU ms per VERSION call: the shim alone (it answers VERSION itself). */
+/** The shim's own CPU per call as a Go runtime (containerd, CRI-O) execs it: cni/shim's BenchmarkCPUPerCall. */
+export async function shimCpuFromGo(calls: number): Promise<Record<string, number>> {
+  const dir = join(__dirname, '..', '..', '..', 'cni', 'shim');
+  const args = ['-C', dir, 'test', '-run', '^$', '-bench', 'CPUPerCall', '-benchtime', `${calls}x`];
+  const out = await runToEnd('go', args, { env: { ...process.env, SHIM } });
+  const perCall = [...out.stdout.matchAll(/CPUPerCall\/(\w+)-\d+\s.*?([\d.]+) cpu-ms\/call/g)];
+  return Object.fromEntries(perCall.map((m) => [m[1] ?? '', Number(m[2])]));
+}
+
+/** CPU ms per VERSION call exec'd from this Node process (its fork's share counts): the shim alone. */
 export async function shimVersionCpu(calls: number): Promise<number> {
   const before = waitedChildrenCpuMs();
   const env = { CNI_COMMAND: 'VERSION' };

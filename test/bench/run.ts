@@ -22,7 +22,7 @@ import {
 } from './plugins';
 import { preProducedPods } from './pre-produce';
 import { ptpPlugin, ptpPreProducedPlugin } from './ptp-path';
-import { openLeases, shimVersionCpu } from './footprint';
+import { openLeases, shimCpuFromGo, shimVersionCpu } from './footprint';
 import { rssMiB } from './proc';
 import { hopSamples } from './hop-samples';
 import { NODE, PTP_NODE, removeDir, startStack, type BenchStack } from './stack';
@@ -107,12 +107,13 @@ async function measure(stack: BenchStack, client: Client, root: boolean): Promis
   say('Temporal hops of one ADD and DEL');
   const hops = await hopSamples(client, [cold, pre, ...ptps]);
   const shimVersion = await shimVersionCpu(200);
+  const shimFromGo = await shimCpuFromGo(200);
   const pids = stack.pids();
   const rss = { agent: rssMiB(pids.agent), control: rssMiB(pids.control) };
   say(`opening ${OPEN_LEASES} leases (cold ADDs, no DEL) for the control worker's memory per lease`);
   const open = await openLeases(cold, pids.control, OPEN_LEASES, LANES, OPEN_BUDGET_MS);
   const missing = typeof prepared === 'string' ? prepared : undefined;
-  return { rows, missing, hops, shimVersion, rss, open, lanes: LANES };
+  return { rows, missing, hops, shimVersion, shimFromGo, rss, open, lanes: LANES };
 }
 
 async function main(): Promise<void> {

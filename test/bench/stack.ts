@@ -4,7 +4,7 @@
 import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NodeAgentConfigSchema } from '../../domain/config';
-import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS } from '../../worker/process-flags';
+import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../../worker/process-flags';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { startLocalKube, type LocalKube } from '../../tools/kube-apiserver';
 import { freePort, startTracked, stopPid, waitFor, type Tracked } from '../../tools/processes';
@@ -59,6 +59,7 @@ async function startNodeProcess(
   const fd = openSync(log, 'a');
   const tracked = startTracked(process.execPath, [...flags, join(DIST, entry), '--config', file], {
     stdio: ['ignore', fd, fd],
+    env: { ...process.env, ...PROCESS_ENV },
   });
   let exited = false;
   void tracked.exited.then(() => (exited = true));

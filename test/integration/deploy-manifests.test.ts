@@ -17,7 +17,7 @@ import { DEFAULT_OFFER_DIR } from '../../domain/config';
 import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
 import { waitFor } from '../../tools/processes';
 import { DEFAULTS, NetworkSchema } from '../../tools/install-cni';
-import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS } from '../../worker/process-flags';
+import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../../worker/process-flags';
 import { kubeconfigPath } from '../harness/kube';
 import { describeObject, readManifests, type Document } from '../harness/manifests';
 
@@ -211,7 +211,10 @@ test('the node agent DaemonSet installs the CNI files and shares the socket and 
     '--config',
     '/etc/netlease/node-agent.yaml',
   ]);
+  expect(agent?.env).toEqual(expect.arrayContaining(envOf(PROCESS_ENV)));
 });
+
+const envOf = (env: Record<string, string>) => Object.entries(env).map(([name, value]) => ({ name, value }));
 
 test('the control worker runs with the same V8 flags as npm start', () => {
   const deployment = docs.find((d) => d.object.kind === 'Deployment')?.object as V1Deployment | undefined;
@@ -221,6 +224,9 @@ test('the control worker runs with the same V8 flags as npm start', () => {
     ...CONTROL_WORKER_NODE_FLAGS,
     'dist/worker/control.js',
   ]);
+  expect(deployment?.spec?.template.spec?.containers[0]?.env).toEqual(
+    expect.arrayContaining(envOf(PROCESS_ENV)),
+  );
 });
 
 test('removing what was applied leaves none of it', async () => {
