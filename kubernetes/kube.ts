@@ -1,4 +1,5 @@
 // Loads @kubernetes/client-node (an ES module) from our CommonJS build and connects it.
+import { Agent } from 'node:https';
 import type * as Kube from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 
 export type KubeModule = typeof Kube;
@@ -16,7 +17,32 @@ export async function connectKube(kubeconfig?: string): Promise<KubeClients> {
   const config = new kube.KubeConfig();
   if (kubeconfig) config.loadFromFile(kubeconfig);
   else config.loadFromDefault();
+  keepConnections(config);
   return { kube, config, core: config.makeApiClient(kube.CoreV1Api) };
+}
+
+/**
+ * The client makes a new HTTPS agent for every request, so every quorum read (one per produce)
+ * paid a TLS handshake. Requests with the same TLS identity share one keep-alive agent instead;
+ * proxies and plain HTTP keep the client's own.
+ */
+function keepConnections(config: Kube.KubeConfig): void {
+  const agents = new Map<string, Agent>();
+  const shared = (agent: unknown): unknown => {
+    if (!(agent instanceof Agent)) return agent;
+    const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = agent.options;
+    const identity = JSON.stringify(
+      [ca, cert, key, pfx, passphrase, rejectUnauthorized, servername].map(String),
+    );
+    let kept = agents.get(identity);
+    if (!kept) agents.set(identity, (kept = new Agent({ ...agent.options, keepAlive: true })));
+    return kept;
+  };
+  const authenticate = config.applySecurityAuthentication.bind(config);
+  config.applySecurityAuthentication = async (context) => {
+    await authenticate(context);
+    context.setAgent(shared(context.getAgent()) as Agent);
+  };
 }
 
 /** 404 from the API server: the object does not exist (as of a quorum read). */
