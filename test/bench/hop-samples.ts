@@ -6,8 +6,13 @@ import { describeHops } from './hops';
 import type { Plugin } from './plugins';
 import { NODE } from './stack';
 
-/** Client RPCs per call, from cni/consume.ts and cni/deactivate.ts. */
-const RPCS = { ADD: '1 RPC (update-with-start)', DEL: '2 RPCs (describe, update)' };
+/** Client RPCs on each call's path, from cni/consume.ts, cni/offers.ts and cni/deactivate.ts. */
+const rpcs = (plugin: Plugin) => ({
+  ADD: plugin.label.includes('pre-produced')
+    ? 'no RPC on its path (answered from the offer; the consume update confirms it right after, and the DEL waits for that)'
+    : '1 RPC (update-with-start)',
+  DEL: '1 RPC (update)',
+});
 
 async function sample(client: Client, plugin: Plugin): Promise<string[]> {
   const pod = plugin.nextPod();
@@ -17,6 +22,7 @@ async function sample(client: Client, plugin: Plugin): Promise<string[]> {
   const t1 = Date.now();
   await plugin.call('DEL', pod);
   const t2 = Date.now();
+  const RPCS = rpcs(plugin);
   return [
     `${plugin.label} ADD, ${RPCS.ADD}: ${await describeHops(client, ids, { from: t0, to: t1 })}`,
     `${plugin.label} DEL, ${RPCS.DEL}: ${await describeHops(client, ids, { from: t1, to: t2 })}`,
