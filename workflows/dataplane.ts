@@ -62,33 +62,34 @@ export async function activateOnNode(
   );
 }
 
-/** Gives up after an hour: the lease records the error and goes on (a node gone for that long is compensated). */
-export async function deactivateOnNode(start: LeaseStart, attachment: Attachment, addresses: AddressGrant[]) {
-  if (start.mode === 'ipam' || attachment.status === 'pending') return;
-  const { deactivateAttachment } = proxyActivities<DataplaneActivities>({
-    taskQueue: nodeTaskQueue(start.nodeName),
+/**
+ * Clean-up on the node (deactivate, revoke an offer) retries for an hour, then gives up: the lease
+ * records the error and goes on (a node gone for that long is compensated).
+ */
+const cleanUpOn = (nodeName: string) =>
+  proxyActivities<DataplaneActivities>({
+    taskQueue: nodeTaskQueue(nodeName),
     startToCloseTimeout: '60 seconds',
     scheduleToCloseTimeout: '1 hour',
     retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
   });
+
+export async function deactivateOnNode(start: LeaseStart, attachment: Attachment, addresses: AddressGrant[]) {
+  if (start.mode === 'ipam' || attachment.status === 'pending') return;
+  const { deactivateAttachment } = cleanUpOn(start.nodeName);
   await deactivateAttachment.executeWithOptions(
     { summary: summary(`deactivate: remove ${attachment.ifName} of ${attachment.containerId.slice(0, 12)}`) },
     [input(start, attachment, addresses)],
   );
 }
 
-/** Ends the node agent's offer (domain/offer); an ADD it answered from it comes back. Gives up after an hour. */
+/** Ends the node agent's offer (domain/offer); an ADD it answered from it comes back. */
 export async function revokeOfferOnNode(
   start: LeaseStart,
   leaseId: string,
   run: string,
 ): Promise<ConsumeRequest | null> {
-  const { revokeOffer } = proxyActivities<DataplaneActivities>({
-    taskQueue: nodeTaskQueue(start.nodeName),
-    startToCloseTimeout: '30 seconds',
-    scheduleToCloseTimeout: '1 hour',
-    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-  });
+  const { revokeOffer } = cleanUpOn(start.nodeName);
   return revokeOffer.executeWithOptions(
     { summary: summary(`revoke: end the node agent's offer of the reservation`) },
     [{ leaseId, run }],

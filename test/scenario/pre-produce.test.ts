@@ -85,9 +85,10 @@ afterAll(async () => {
   await scenario?.close();
 });
 
-const add = (name: string, uid: string, onNode = node) =>
+/** The runtime's call for the pod's sandbox `ctr-<uid>`. */
+const cni = (command: 'ADD' | 'DEL', name: string, uid: string, onNode = node) =>
   runShim({
-    command: 'ADD',
+    command,
     containerId: `ctr-${uid}`,
     netns: `/var/run/netns/${uid}`,
     ifName: 'eth0',
@@ -106,15 +107,8 @@ const runsOf = async (uid: string) => {
 };
 const ownersOn = async (onNode = node) =>
   Object.values((await scenario.table(onNode))?.allocations ?? {}).map((a) => a.owner);
-const del = (name: string, uid: string) =>
-  runShim({
-    command: 'DEL',
-    containerId: `ctr-${uid}`,
-    netns: `/var/run/netns/${uid}`,
-    ifName: 'eth0',
-    args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: name, K8S_POD_UID: uid },
-    stdin: netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node }),
-  });
+const add = (name: string, uid: string, onNode = node) => cni('ADD', name, uid, onNode);
+const del = (name: string, uid: string) => cni('DEL', name, uid);
 
 const updatesOf = async (uid: string) =>
   ((await historyOf(uid)).events ?? [])

@@ -101,18 +101,7 @@ const FORBIDDEN: Record<string, string[]> = {
   cni: ['activities', 'worker', 'tools'],
   observability: ['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
   // Durable files on the node: below everything that uses them.
-  storage: [
-    'domain',
-    'workflows',
-    'activities',
-    'kernel',
-    'kubernetes',
-    'temporal',
-    'worker',
-    'cni',
-    'observability',
-    'tools',
-  ],
+  storage: FOLDERS.filter((folder) => folder !== 'storage'),
   // The operator's CLI reads through temporal/ and kubernetes/; of worker/ only the config loader.
   cli: ['workflows', 'activities', 'kernel', 'worker', 'cni', 'tools'],
 };
