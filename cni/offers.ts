@@ -207,12 +207,11 @@ export class OfferBook {
     for (let waitMs = 100; !this.closing.signal.aborted; waitMs = Math.min(waitMs * 2, 5000)) {
       const outcome = await this.confirmOnce(offer);
       if (outcome !== 'later') {
-        this.count(outcome);
         if (this.records.get(offer.leaseId) === offer) {
           this.records.delete(offer.leaseId);
           await this.persist(offer.leaseId, undefined).catch(() => undefined);
         }
-        this.count();
+        this.count(outcome);
         return;
       }
       await sleep(waitMs, undefined, { signal: this.closing.signal }).catch(() => undefined);

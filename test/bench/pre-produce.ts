@@ -2,10 +2,10 @@
 // that node's agent (with `preProduce`) starts their leases and produces their addresses before any
 // ADD. Ready once visibility counts that many more Produced leases on the node and the agent holds
 // that many offers on disk (each pod's first ADD is answered from its offer).
-import { readdirSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { KubeClients } from '../../kubernetes/kube';
 import { waitFor } from '../../tools/processes';
+import { offersOnDisk } from '../harness/offers';
 import { inBatches } from '../harness/shim';
 import { freshPod, type BenchPod } from './plugins';
 
@@ -35,14 +35,6 @@ async function createPods({ core }: KubeClients, site: PreProducedSite, count: n
   );
 }
 
-const offersOnDisk = (dir: string) => {
-  try {
-    return readdirSync(dir).filter((name) => name.endsWith('.json')).length;
-  } catch {
-    return 0;
-  }
-};
-
 /** The pods, or why there are none: nothing progressed for `stallMs`, or not all by `timeoutMs`. */
 export async function preProducedPods(
   clients: KubeClients,
@@ -59,7 +51,7 @@ export async function preProducedPods(
   let produced = 0;
   let progressAt = Date.now();
   const progress = async () => {
-    const now = Math.min((await counted()) - before, offersOnDisk(site.offerDir));
+    const now = Math.min((await counted()) - before, await offersOnDisk(site.offerDir));
     if (now > produced) [produced, progressAt] = [now, Date.now()];
     return produced >= count || Date.now() - progressAt > stallMs;
   };

@@ -3,11 +3,8 @@
 // the ADD takes the lease's path and nothing is lost: the lease's activation retries and parks,
 // and `retry` finishes it. Real shim, real node agent worker, veth pairs in namespaces made here.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createDataplaneActivities } from '../../activities/dataplane';
-import { OfferBook } from '../../cni/offers';
+import type { OfferBook } from '../../cni/offers';
 import { leaseWorkflowId } from '../../domain/ids';
 import type { LeaseStart } from '../../domain/lease';
 import { globalAddresses } from '../../kernel/links';
@@ -22,11 +19,12 @@ import {
 import { offerLease } from '../../worker/pre-produce';
 import { scheduledCount } from '../harness/history';
 import { netconf } from '../harness/netconf';
+import { openTestOffers } from '../harness/offers';
 import { futureNetns, hostEnds, makeNetns, deleteAllNetns, type TestNetns } from '../harness/netns';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
 import { expectReplayed } from '../harness/replay';
 import { runShim } from '../harness/shim';
-import { temporalAddress, uniqueName, withControlWorker } from '../harness/temporal';
+import { uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
 const node = uniqueName('node');
@@ -39,10 +37,7 @@ let offers: OfferBook;
 
 beforeAll(async () => {
   host = await makeNetns('host');
-  offers = await OfferBook.open({
-    dir: mkdtempSync(join(tmpdir(), 'netlease-offers-')),
-    client: ctx.temporal.client,
-    temporal: { address: temporalAddress(), namespace: 'default' },
+  offers = await openTestOffers(ctx.temporal.client, {
     activate: createDataplaneActivities({ hostNetns: host.name }).activateAttachment,
   });
   ctx.context.offers = offers;

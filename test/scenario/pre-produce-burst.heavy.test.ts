@@ -2,18 +2,18 @@
 // pre-produces and offers every lease, then 110 ADDs arrive 16 at a time through the real shim.
 // Every ADD is answered from its offer, every answer is confirmed (the leases go Active), and no
 // address is handed to two pods.
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OfferBook } from '../../cni/offers';
-import { ClusterReader } from '../../kubernetes/cluster-reader';
-import { startPreProducing, type PreProducer } from '../../worker/pre-produce';
+import type { OfferBook } from '../../cni/offers';
+import type { PreProducer } from '../../worker/pre-produce';
 import { netconf } from '../harness/netconf';
+import { offersOnDisk, openTestOffers, preProduceOn } from '../harness/offers';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { inBatches, runShim } from '../harness/shim';
-import { temporalAddress, uniqueName } from '../harness/temporal';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
 const PODS = 110;
@@ -27,22 +27,10 @@ let producer: PreProducer;
 beforeAll(async () => {
   scenario = await Scenario.create('pre-produce-burst');
   await scenario.cluster.createNode(node);
-  offers = await OfferBook.open({
-    dir: offerDir,
-    client: scenario.temporal.client,
-    temporal: { address: temporalAddress(), namespace: 'default' },
-  });
+  offers = await openTestOffers(scenario.temporal.client, { dir: offerDir });
   scenario.context.offers = offers;
   agent = await runNodeAgent(node, undefined, {}, offers);
-  producer = startPreProducing({
-    client: scenario.temporal.client,
-    kube: scenario.cluster.clients,
-    reader: new ClusterReader(scenario.cluster.clients.core),
-    nodeName: node,
-    taskQueue: scenario.temporal.taskQueue,
-    settings: { network: 'netlease-test', pool: scenario.temporal.taskQueue, mode: 'ipam', ifName: 'eth0' },
-    offers,
-  });
+  producer = preProduceOn(scenario, node, offers);
 });
 afterAll(async () => {
   producer?.stop();
@@ -51,7 +39,6 @@ afterAll(async () => {
   await scenario?.close();
 });
 
-const offersOnDisk = async () => readdirSync(offerDir).filter((n) => n.endsWith('.json')).length;
 const countOnNode = async (phase: string) =>
   (
     await scenario.temporal.client.workflow.count(
@@ -65,7 +52,8 @@ test(`${PODS} pods bound at once: every first ADD answered from its offer, confi
     names.map((name) => () => scenario.cluster.createPod(name, node)),
     16,
   );
-  expect(await waitForValue(offersOnDisk, (n) => n === PODS, 120_000, 250)).toBe(PODS);
+  const onDisk = () => offersOnDisk(offerDir);
+  expect(await waitForValue(onDisk, (n) => n === PODS, 120_000, 250)).toBe(PODS);
 
   const adds = await inBatches(
     names.map(
@@ -97,7 +85,7 @@ test(`${PODS} pods bound at once: every first ADD answered from its offer, confi
       500,
     ),
   ).toBe(PODS);
-  expect(await waitForValue(offersOnDisk, (n) => n === 0, 30_000, 250)).toBe(0);
+  expect(await waitForValue(onDisk, (n) => n === 0, 30_000, 250)).toBe(0);
   const owners = Object.values((await scenario.table(node))?.allocations ?? {}).map((a) => a.owner);
   expect(owners).toHaveLength(2 * PODS); // one address per family per pod, each owned once
   expect(new Set(owners).size).toBe(PODS);

@@ -5,24 +5,24 @@
 // answer survives a crash before its confirmation, and a release before it gets the answer back;
 // an ADD racing the pre-produce makes one lease and one reservation; pods on the host network or
 // other nodes get nothing.
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { OfferBook } from '../../cni/offers';
+import type { OfferBook } from '../../cni/offers';
 import { leaseWorkflowId } from '../../domain/ids';
 import type { LeaseStart } from '../../domain/lease';
-import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { silentLog } from '../../observability/log';
 import { leaseStartOptions } from '../../temporal/leases';
 import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
-import { offerLease, startPreProducing, type PreProducer } from '../../worker/pre-produce';
+import { offerLease, type PreProducer } from '../../worker/pre-produce';
 import { scheduledCount } from '../harness/history';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
 import { temporalAddress } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { netconf } from '../harness/netconf';
+import { offersOnDisk, openTestOffers, preProduceOn } from '../harness/offers';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { runShim } from '../harness/shim';
@@ -40,15 +40,11 @@ const agents: RunningNodeAgent[] = [];
 let proxy: TcpProxy;
 let cutClient: Client;
 
-const temporalTarget = () => ({ address: temporalAddress(), namespace: 'default' });
-const openBook = (client: Client, dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'))) =>
-  OfferBook.open({ dir, client, temporal: temporalTarget() });
-
 beforeAll(async () => {
   scenario = await Scenario.create('pre-produce');
   await scenario.cluster.createNode(node);
   await scenario.cluster.createNode(handNode);
-  offers = await openBook(scenario.temporal.client);
+  offers = await openTestOffers(scenario.temporal.client);
   scenario.context.offers = offers;
   agents.push(await runNodeAgent(node, undefined, {}, offers));
   agents.push(
@@ -62,15 +58,7 @@ beforeAll(async () => {
   // A client whose Temporal can be cut: its book answers ADDs but cannot confirm them.
   proxy = await tcpProxy(temporalAddress());
   cutClient = new Client({ connection: await Connection.connect({ address: proxy.address }) });
-  producer = startPreProducing({
-    client: scenario.temporal.client,
-    kube: scenario.cluster.clients,
-    reader: new ClusterReader(scenario.cluster.clients.core),
-    nodeName: node,
-    taskQueue: scenario.temporal.taskQueue,
-    settings: { network: 'netlease-test', pool: scenario.temporal.taskQueue, mode: 'ipam', ifName: 'eth0' },
-    offers,
-  });
+  producer = preProduceOn(scenario, node, offers);
 });
 afterEach(() => {
   scenario.context.offers = offers; // a hand-node test answers from its own book
@@ -114,7 +102,6 @@ const updatesOf = async (uid: string) =>
   ((await historyOf(uid)).events ?? [])
     .map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name)
     .filter((name): name is string => name !== undefined && name !== null);
-const offerFiles = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.json'));
 const startOn = (uid: string, name: string): LeaseStart => ({
   podUid: uid,
   podNamespace: scenario.cluster.namespace,
@@ -165,7 +152,7 @@ test('a bound pod has its lease produced and offered before any ADD; the ADD is 
 test('an answer not yet confirmed survives a crash of the agent and is confirmed by the next one', async () => {
   await proxy.cut();
   const dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'));
-  const crashed = await openBook(cutClient, dir);
+  const crashed = await openTestOffers(cutClient, { dir });
   handBook = crashed;
   scenario.context.offers = crashed;
   const { uid, produced } = await offeredByHand('crash', crashed);
@@ -173,27 +160,27 @@ test('an answer not yet confirmed survives a crash of the agent and is confirmed
   expect(outcome.exitCode).toBe(0);
   expect(ips(outcome.json)).toEqual(produced);
   expect((await scenario.leaseState(uid)).phase).toBe('Produced'); // Temporal is cut: not confirmed
-  expect(offerFiles(dir)).toHaveLength(1);
+  expect(await offersOnDisk(dir)).toBe(1);
 
   crashed.close(); // the agent dies; the next one opens the same directory
-  handBook = await openBook(scenario.temporal.client, dir);
+  handBook = await openTestOffers(scenario.temporal.client, { dir });
   scenario.context.offers = handBook;
   const active = await scenario.waitForPhase(uid, 'Active', 30_000);
   expect(active.attachments.map((a) => a.containerId)).toEqual([`ctr-${uid}`]);
   expect(
     await waitForValue(
-      async () => offerFiles(dir),
-      (f) => f.length === 0,
+      () => offersOnDisk(dir),
+      (n) => n === 0,
       10_000,
     ),
-  ).toEqual([]);
+  ).toBe(0);
   await proxy.restore();
 }, 90_000);
 
 test('a release before the answer is confirmed gets the answer back from the revocation', async () => {
   await proxy.cut();
   const dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'));
-  handBook = await openBook(cutClient, dir);
+  handBook = await openTestOffers(cutClient, { dir });
   scenario.context.offers = handBook;
   const { uid, produced } = await offeredByHand('gone-early', handBook);
   expect(ips((await add('gone-early', uid, handNode)).json)).toEqual(produced);
@@ -214,11 +201,11 @@ test('a release before the answer is confirmed gets the answer back from the rev
   await proxy.restore();
   expect(
     await waitForValue(
-      async () => offerFiles(dir),
-      (f) => f.length === 0,
+      () => offersOnDisk(dir),
+      (n) => n === 0,
       20_000,
     ),
-  ).toEqual([]);
+  ).toBe(0);
 }, 90_000);
 
 test('a pod deleted before its ADD: its pre-produced addresses are released', async () => {
