@@ -18,6 +18,15 @@ import { durableFiles, readDurable, removeDurably, writeDurably } from '../stora
 import { consumeUpdate } from '../workflows/lease-messages';
 
 const fileOf = (leaseId: string) => `${encodeURIComponent(leaseId)}.json`;
+
+/** A file's offer, or undefined when it is not one (a damaged file must not stop the agent). */
+function recordOf(text: string | undefined): OfferRecord | undefined {
+  try {
+    return OfferRecordSchema.parse(JSON.parse(text ?? 'null'));
+  } catch {
+    return undefined;
+  }
+}
 const REVOKED_REMEMBERED = 10_000;
 const CONFIRM_DEADLINE_MS = 10_000;
 
@@ -50,13 +59,11 @@ export class OfferBook {
   static async open(options: OfferBookOptions): Promise<OfferBook> {
     const book = new OfferBook(options);
     for (const name of await durableFiles(options.dir, '.json')) {
-      const parsed = OfferRecordSchema.safeParse(
-        JSON.parse((await readDurable(options.dir, name)) ?? 'null'),
-      );
-      if (parsed.success && parsed.data.answered) {
-        book.records.set(parsed.data.leaseId, parsed.data);
-        book.confirm(parsed.data);
-      } else await removeDurably(options.dir, name);
+      const offer = recordOf(await readDurable(options.dir, name));
+      if (offer?.answered) {
+        book.records.set(offer.leaseId, offer);
+        book.confirm(offer);
+      } else await removeDurably(options.dir, name); // unanswered, or unreadable
     }
     book.count();
     return book;

@@ -5,7 +5,7 @@
 // answer survives a crash before its confirmation, and a release before it gets the answer back;
 // an ADD racing the pre-produce makes one lease and one reservation; pods on the host network or
 // other nodes get nothing.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
@@ -176,6 +176,14 @@ test('an answer not yet confirmed survives a crash of the agent and is confirmed
   ).toBe(0);
   await proxy.restore();
 }, 90_000);
+
+test('a damaged offer file does not stop the agent: it is removed at start', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'));
+  writeFileSync(join(dir, 'lease%2Fdamaged%2Feth0.json'), '{"leaseId": "lease/dam');
+  const book = await openTestOffers(scenario.temporal.client, { dir });
+  book.close();
+  expect(await offersOnDisk(dir)).toBe(0);
+});
 
 test('a release before the answer is confirmed gets the answer back from the revocation', async () => {
   await proxy.cut();
