@@ -43,10 +43,34 @@ export async function withTemporal<T>(
 ): Promise<T> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   try {
-    const client = await clientFor(settings, timeoutSeconds * 1000);
-    return await client.connection.withDeadline(deadline, () => fn(client));
+    return await withinDeadline(deadline, async () => {
+      const client = await clientFor(settings, timeoutSeconds * 1000);
+      return client.connection.withDeadline(deadline, () => fn(client));
+    });
   } catch (err) {
     throw toCniError(err, settings.address);
+  }
+}
+
+/**
+ * The gRPC deadline bounds each attempt, but the client's retries sleep between attempts past it
+ * (a 5 s deadline ended after 6 s with Temporal unreachable): the call's answer must not outlast
+ * the budget the shim waits for. The abandoned work ends by itself at the gRPC deadline.
+ */
+async function withinDeadline<T>(deadline: number, work: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no answer within the call's deadline`)),
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  const working = work();
+  working.catch(() => undefined); // settled after the deadline: nobody is waiting any more
+  try {
+    return await Promise.race([working, expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

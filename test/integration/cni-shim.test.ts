@@ -104,14 +104,23 @@ test('agent down: ADD and CHECK 11 naming the socket, STATUS 50, DELs queued and
     expect(agent.output()).toMatch(new RegExp(`"applied":${leftByKilled},.*"msg":"queued DELs applied"`));
 }, 120_000);
 
+const DEL_DEADLINE_S = 3;
+
 test('Temporal away: the agent queues the DEL, answers success, and applies it when Temporal is back', async () => {
   const proxy = await tcpProxy(temporalAddress());
   const uid = randomUUID();
-  const through = conf({ address: proxy.address });
+  const through = { ...conf({ address: proxy.address }), timeoutSeconds: DEL_DEADLINE_S };
   expect((await runShim(call('ADD', uid, through))).exitCode).toBe(0);
   await proxy.cut();
   const del = await runShim(call('DEL', uid, through));
   expect(del.exitCode).toBe(0);
+  // Answered within the call's own deadline: the client's retries do not outlast it.
+  const queuedLine = agent
+    ?.output()
+    .split('\n')
+    .find((line) => line.includes('cni DEL queued'));
+  expect(JSON.parse(queuedLine ?? '{}')).toMatchObject({ podUid: uid, queued: true });
+  expect(JSON.parse(queuedLine ?? '{}').durationMs).toBeLessThan(DEL_DEADLINE_S * 1000 + 500);
   expect(queued()).toHaveLength(1);
   expect(await attachmentsOf(uid)).toHaveLength(1);
   await proxy.restore();
@@ -122,7 +131,8 @@ test('Temporal away: the agent queues the DEL, answers success, and applies it w
     250,
   );
   expect(attachments).toEqual([]);
-  expect(queued()).toEqual([]);
+  // The queued file is removed only after the DEL it holds has been applied.
+  expect(await waitFor(() => queued().length === 0, 10_000)).toBe(true);
   await proxy.close();
 }, 120_000);
 
