@@ -1,7 +1,8 @@
 // Who the interface is for: the pod from CNI_ARGS, the node from the config or the host name.
-import { hostname } from 'node:os';
 import type { DataplaneMode, LeaseStart } from '../domain/lease';
 import type { CniEnv } from './env';
+import { HostNodeNameError, hostNodeName } from '../kubernetes/node-name';
+import { CniCode, CniError } from './errors';
 import type { NetConf } from './netconf';
 
 /**
@@ -12,7 +13,16 @@ export function podUid(env: CniEnv): string {
   return env.args.K8S_POD_UID || `ctr-${env.containerId.slice(0, 64)}`;
 }
 
-export const nodeNameOf = (conf: NetConf): string => conf.settings.nodeName ?? hostname();
+/** The configured nodeName, else the host's name as the kubelet derives it (error 7 when it is none). */
+export function nodeNameOf(conf: NetConf): string {
+  if (conf.settings.nodeName) return conf.settings.nodeName;
+  try {
+    return hostNodeName();
+  } catch (err) {
+    if (err instanceof HostNodeNameError) throw new CniError(CniCode.invalidNetworkConfig, err.message);
+    throw err;
+  }
+}
 
 export function leaseStart(env: CniEnv, conf: NetConf): LeaseStart {
   const mode: DataplaneMode = conf.delegated ? 'ipam' : (conf.settings.mode ?? 'ipam');

@@ -1,7 +1,7 @@
 // The netlease configuration file (JSON or YAML) read by the control worker, as zod schemas.
 import { z } from 'zod';
 import { overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
-import { DnsLabelSchema, NetworkNameSchema } from './names';
+import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from './names';
 import { CidrText, describeIssues, parsed } from './text-schemas';
 
 export { AddressText, CidrText, describeIssues } from './text-schemas';
@@ -196,8 +196,8 @@ export type PreProduce = z.infer<typeof PreProduceSchema>;
 export const NodeAgentConfigSchema = z
   .object({
     temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
-    /** Defaults to the host name, as in the CNI network config. */
-    nodeName: z.string().min(1).optional(),
+    /** Defaults to NETLEASE_NODE_NAME, else the host name lowercased, as in the CNI network config. */
+    nodeName: DnsSubdomainSchema.optional(),
     /** Network namespace (name or path) for host ends of veth pairs; omitted: the agent's own. */
     hostNetns: z.string().min(1).optional(),
     /** Where the agent serves the CNI API to the static shim (the network config's agentSocket). */

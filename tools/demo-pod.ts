@@ -2,7 +2,7 @@
 //   node dist/tools/demo-pod.js create <name>    create a pod bound to this machine, print the ADD
 //   node dist/tools/demo-pod.js running <name>   set its status.phase to Running
 //   node dist/tools/demo-pod.js delete <name>    delete it (grace period 0)
-import { hostname } from 'node:os';
+import { hostNodeName } from '../kubernetes/node-name';
 import { join } from 'node:path';
 import { connectKube } from '../kubernetes/kube';
 
@@ -18,11 +18,11 @@ async function main(): Promise<void> {
       namespace,
       body: {
         metadata: { name },
-        spec: { nodeName: hostname(), containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
+        spec: { nodeName: hostNodeName(), containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
       },
     });
     const uid = pod.metadata?.uid ?? '';
-    console.log(`pod ${namespace}/${name} uid ${uid} on node ${hostname()}. Call the shim:\n`);
+    console.log(`pod ${namespace}/${name} uid ${uid} on node ${hostNodeName()}. Call the shim:\n`);
     console.log(
       `  CNI_COMMAND=ADD CNI_CONTAINERID=${name}-1 CNI_NETNS=/var/run/netns/${name} CNI_IFNAME=eth0 \\`,
     );

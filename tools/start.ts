@@ -3,7 +3,7 @@
 // reverse order.
 import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { hostname } from 'node:os';
+import { hostNodeName } from '../kubernetes/node-name';
 import { connectKube, isNotFound } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
@@ -103,7 +103,7 @@ Then open the UI and filter:  LeasePhase = "Active"
 A real interface with cnitool (ptp mode; host ends in ${node.hostNetns ?? 'this namespace'}):
   export NETCONFPATH=${node.cni.confDir} CNI_PATH=${node.cni.binDir} PATH=${node.cni.binDir}:$PATH
   ip netns add demo && cnitool add netlease-ptp /var/run/netns/demo && ip -n demo addr show eth0
-Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostname()} registered)
+Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostNodeName()} registered)
   node dist/tools/demo-pod.js create demo    # a pod on this node; prints the ADD to run
   node dist/tools/demo-pod.js running demo   # the lease goes Running
   node dist/tools/demo-pod.js delete demo    # the lease is released
@@ -139,10 +139,10 @@ async function withKubernetes(config: NetleaseConfig, log: number, children: Tra
   save();
   const { core } = await connectKube(kube.kubeconfig);
   try {
-    await core.readNode({ name: hostname() });
+    await core.readNode({ name: hostNodeName() });
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    await core.createNode({ body: { metadata: { name: hostname() } } });
+    await core.createNode({ body: { metadata: { name: hostNodeName() } } });
   }
   return {
     ...config,

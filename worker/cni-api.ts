@@ -5,11 +5,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { hostname } from 'node:os';
 import { handleCniCall, type CniAnswer } from '../cni/handle';
 import type { CniContext } from '../cni/commands';
 import { closeTemporalClients } from '../cni/temporal';
 import { leaseWorkflowId } from '../domain/ids';
+import { hostNodeLabel } from '../kubernetes/node-name';
 import {
   cniDuration,
   cniRequests,
@@ -76,7 +76,7 @@ export function callFields(call: QueuedCall): Record<string, string> {
   if (args.K8S_POD_UID) fields.podUid = args.K8S_POD_UID;
   if (uid && env.CNI_IFNAME) fields.leaseId = leaseWorkflowId(uid, env.CNI_IFNAME);
   if (env.CNI_CONTAINERID) fields.containerId = env.CNI_CONTAINERID.slice(0, 64);
-  fields.node = typeof node === 'string' && node ? node : hostname();
+  fields.node = typeof node === 'string' && node ? node : hostNodeLabel();
   return fields;
 }
 

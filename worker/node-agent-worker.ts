@@ -1,9 +1,9 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
-import { hostname } from 'node:os';
 import { Worker } from '@temporalio/worker';
 import { createDataplaneActivities, type NodeAgentDeps } from '../activities/dataplane';
 import type { NodeAgentConfig } from '../domain/config';
 import { nodeTaskQueue } from '../domain/dataplane';
+import { hostNodeName } from '../kubernetes/node-name';
 import { connectWorkerConnection } from '../temporal/connection';
 
 export interface NodeAgent {
@@ -17,7 +17,7 @@ export async function createNodeAgent(
   config: NodeAgentConfig,
   offers?: NodeAgentDeps['offers'],
 ): Promise<NodeAgent> {
-  const nodeName = config.nodeName ?? hostname();
+  const nodeName = config.nodeName ?? hostNodeName();
   const connection = await connectWorkerConnection(config.temporal);
   const taskQueue = nodeTaskQueue(nodeName);
   const worker = await Worker.create({

@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import { OfferBook } from '../cni/offers';
 import { sharedClient } from '../cni/temporal';
 import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
+import { DnsSubdomainSchema } from '../domain/names';
 import { createDataplaneActivities } from '../activities/dataplane';
 import { ClusterReader } from '../kubernetes/cluster-reader';
 import { connectKube } from '../kubernetes/kube';
@@ -25,7 +26,7 @@ async function main(): Promise<void> {
   const log = createLog('node-agent', config.logLevel);
   const runtime = await installRuntime(log, config.metrics !== undefined);
   // A DaemonSet passes spec.nodeName through the downward API; it wins over the host name.
-  const nodeName = config.nodeName ?? process.env.NETLEASE_NODE_NAME;
+  const nodeName = config.nodeName ?? nodeNameFromEnv();
   const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
   const offers = await offersFor(config, client, log);
   const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config, offers);
@@ -52,6 +53,14 @@ async function main(): Promise<void> {
   await agent.close();
   await metrics?.close();
   nodeLog.info('node agent stopped');
+}
+
+function nodeNameFromEnv(): string | undefined {
+  const name = process.env.NETLEASE_NODE_NAME;
+  if (!name) return undefined;
+  const parsed = DnsSubdomainSchema.safeParse(name);
+  if (!parsed.success) throw new Error(`NETLEASE_NODE_NAME "${name}": ${parsed.error.issues[0]?.message}`);
+  return name;
 }
 
 /** Pre-produced leases are offered to this agent to answer their first ADD (domain/offer). */

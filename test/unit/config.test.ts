@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TemporalConnectionSchema } from '../../domain/config';
+import { NodeAgentConfigSchema, TemporalConnectionSchema } from '../../domain/config';
+import { HostNodeNameError, hostNodeName } from '../../kubernetes/node-name';
 import { tlsConfig, TlsFileError } from '../../temporal/connection';
 import { loadConfigFile, parseConfigText } from '../../worker/config-file';
 
@@ -90,4 +91,19 @@ test('metrics: optional; loopback and a 30 s sample by default; the port is requ
   });
   expect(() => parseConfigText(`${pools}metrics: { host: 0.0.0.0 }\n`, 'a.yaml')).toThrow(/metrics\.port/);
   expect(parseConfigText(pools, 'a.yaml').logLevel).toBe('info');
+});
+
+test('the node agent: nodeName must be a Kubernetes node name', () => {
+  const agent = (text: string) => parseConfigText(text, 'node-agent.yaml', NodeAgentConfigSchema);
+  expect(agent('nodeName: worker-1.example.com\n').nodeName).toBe('worker-1.example.com');
+  expect(() => agent('nodeName: Worker_1\n')).toThrow(/nodeName: must be a DNS subdomain/);
+});
+
+test("no nodeName: the host name, trimmed and lowercased as the kubelet's default, or an error naming nodeName", () => {
+  expect(hostNodeName(' Worker-1.Example.COM\n')).toBe('worker-1.example.com');
+  expect(() => hostNodeName('build_host')).toThrow(HostNodeNameError);
+  expect(() => hostNodeName('build_host')).toThrow(
+    /^nodeName: not set, and the host name "build_host" is not a Kubernetes node name \(must be a DNS subdomain.*\); set nodeName$/,
+  );
+  expect(() => hostNodeName('-x')).toThrow(/nodeName: not set/);
 });
