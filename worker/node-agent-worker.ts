@@ -1,8 +1,8 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
 import { Worker } from '@temporalio/worker';
-import { createDataplaneActivities, type NodeAgentDeps } from '../activities/dataplane';
+import { createDataplaneActivities } from '../activities/dataplane';
 import type { NodeAgentConfig } from '../domain/config';
-import { nodeTaskQueue } from '../domain/dataplane';
+import { nodeTaskQueue, type DataplaneActivities } from '../domain/dataplane';
 import { hostNodeName } from '../kubernetes/node-name';
 import { connectWorkerConnection } from '../temporal/connection';
 
@@ -15,7 +15,7 @@ export interface NodeAgent {
 
 export async function createNodeAgent(
   config: NodeAgentConfig,
-  offers?: NodeAgentDeps['offers'],
+  activities: DataplaneActivities = createDataplaneActivities({ hostNetns: config.hostNetns }),
 ): Promise<NodeAgent> {
   const nodeName = config.nodeName ?? hostNodeName();
   const connection = await connectWorkerConnection(config.temporal);
@@ -24,7 +24,7 @@ export async function createNodeAgent(
     connection,
     namespace: config.temporal.namespace,
     taskQueue,
-    activities: createDataplaneActivities({ hostNetns: config.hostNetns, offers }),
+    activities,
     shutdownGraceTime: '10 seconds',
   });
   return { worker, nodeName, taskQueue, close: () => connection.close() };

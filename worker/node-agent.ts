@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import { OfferBook } from '../cni/offers';
 import { sharedClient } from '../cni/temporal';
 import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
+import type { DataplaneActivities } from '../domain/dataplane';
 import { DnsSubdomainSchema } from '../domain/names';
 import { createDataplaneActivities } from '../activities/dataplane';
 import { ClusterReader } from '../kubernetes/cluster-reader';
@@ -28,8 +29,14 @@ async function main(): Promise<void> {
   // A DaemonSet passes spec.nodeName through the downward API; it wins over the host name.
   const nodeName = config.nodeName ?? nodeNameFromEnv();
   const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
-  const offers = await offersFor(config, client, log);
-  const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config, offers);
+  // One set of activities (one forwarding keeper): the worker runs them, the offers activate with
+  // them, and they revoke through the offers opened after them.
+  const activities = createDataplaneActivities({
+    hostNetns: config.hostNetns,
+    offers: { revoke: async (leaseId, run) => offers?.revoke(leaseId, run) },
+  });
+  const offers = await offersFor(config, client, activities.activateAttachment, log);
+  const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config, activities);
   const nodeLog = log.child({ node: agent.nodeName });
   let metrics: MetricsServer | undefined;
   if (config.metrics) {
@@ -64,9 +71,13 @@ function nodeNameFromEnv(): string | undefined {
 }
 
 /** Pre-produced leases are offered to this agent to answer their first ADD (domain/offer). */
-async function offersFor(config: NodeAgentConfig, client: Client | undefined, log: Log) {
+async function offersFor(
+  config: NodeAgentConfig,
+  client: Client | undefined,
+  activateAttachment: DataplaneActivities['activateAttachment'],
+  log: Log,
+) {
   if (!client || !config.preProduce) return undefined;
-  const { activateAttachment } = createDataplaneActivities({ hostNetns: config.hostNetns });
   const offers = await OfferBook.open({
     dir: config.offerDir,
     client,

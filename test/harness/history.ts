@@ -14,6 +14,14 @@ export async function scheduledCount(
   ).length;
 }
 
+/** The names of the updates a workflow accepted, in order. */
+export async function acceptedUpdates(client: Client, workflowId: string): Promise<string[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? [])
+    .map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name)
+    .filter((name): name is string => typeof name === 'string');
+}
+
 export interface PendingAttempt {
   attempt: number;
   lastFailure: string;

@@ -3,9 +3,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { z } from 'zod';
 import { NodeAgentConfigSchema, type TemporalConnection } from '../../domain/config';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
-import type { NodeAgentDeps } from '../../activities/dataplane';
+import { createDataplaneActivities, type NodeAgentDeps } from '../../activities/dataplane';
 import { createNodeAgent } from '../../worker/node-agent-worker';
 import { deleteAllNetns, makeNetns, type TestNetns } from './netns';
 import { quietRuntime, temporalAddress } from './temporal';
@@ -23,17 +24,22 @@ export interface AgentCniPaths {
   deleteQueue: string;
 }
 
+/** What else an agent process's config file says (pre-produce, offers, kubernetes). */
+export type AgentExtras = Omit<z.input<typeof NodeAgentConfigSchema>, 'temporal' | 'nodeName' | 'hostNetns'>;
+
 const agentConfig = (
   nodeName: string,
   hostNetns: string | undefined,
   temporal: AgentTemporal = {},
   cni?: AgentCniPaths,
+  extras: AgentExtras = {},
 ) =>
   NodeAgentConfigSchema.parse({
     temporal: { address: temporalAddress(), ...temporal },
     nodeName,
     hostNetns,
     ...cni,
+    ...extras,
   });
 
 /** `hostNetns` undefined: an ipam-only agent (no interfaces made); `offers`: what it revokes. */
@@ -44,7 +50,8 @@ export async function runNodeAgent(
   offers?: NodeAgentDeps['offers'],
 ): Promise<RunningNodeAgent> {
   quietRuntime();
-  const agent = await createNodeAgent(agentConfig(nodeName, hostNetns, temporal), offers);
+  const config = agentConfig(nodeName, hostNetns, temporal);
+  const agent = await createNodeAgent(config, createDataplaneActivities({ hostNetns, offers }));
   const running = agent.worker.run();
   return {
     async stop() {
@@ -75,10 +82,11 @@ export function startNodeAgentProcess(
   env: Record<string, string> = {},
   temporal?: AgentTemporal,
   cni: AgentCniPaths = privateCniPaths(),
+  extras: AgentExtras = {},
 ): NodeAgentProcess {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-agent-'));
   const file = join(dir, 'node-agent.json');
-  writeFileSync(file, JSON.stringify(agentConfig(nodeName, hostNetns, temporal, cni)));
+  writeFileSync(file, JSON.stringify(agentConfig(nodeName, hostNetns, temporal, cni, extras)));
   const tracked = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', file], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -86,7 +94,12 @@ export function startNodeAgentProcess(
   let text = '';
   tracked.child.stdout?.on('data', (d: Buffer) => (text += d.toString()));
   tracked.child.stderr?.on('data', (d: Buffer) => (text += d.toString()));
-  return { ...tracked, output: () => text, stop: () => stopPid(tracked.pid) };
+  // Its exit counts once its output is read to the end ('close', not 'exit'): a test reads the
+  // last line the agent wrote before it died.
+  const exited = new Promise<number | null>((resolve) =>
+    tracked.child.once('close', (code) => resolve(code)),
+  );
+  return { ...tracked, exited, output: () => text, stop: () => stopPid(tracked.pid) };
 }
 
 /** A host namespace and an in-process node agent for the whole test file; `host` is set before tests run. */

@@ -22,6 +22,7 @@ import {
   type TestTemporal,
 } from './temporal';
 import { waitForValue } from './wait';
+import { podsListed, untilListed } from './listed';
 
 export interface ScenarioOptions {
   watch?: boolean;
@@ -91,6 +92,11 @@ export class Scenario {
       { containerId, netns: `/var/run/netns/${containerId}`, ifName: 'eth0' },
     );
     return grant.addresses;
+  }
+
+  /** Waits until visibility lists the leases of these pods (the reconciler finds leases there). */
+  listed(...podUids: string[]): Promise<void> {
+    return untilListed(this.temporal.client, this.temporal.taskQueue, podsListed(...podUids));
   }
 
   lease(podUid: string) {

@@ -114,13 +114,17 @@ test('Temporal away: the agent queues the DEL, answers success, and applies it w
   await proxy.cut();
   const del = await runShim(call('DEL', uid, through));
   expect(del.exitCode).toBe(0);
-  // Answered within the call's own deadline: the client's retries do not outlast it.
-  const queuedLine = agent
-    ?.output()
-    .split('\n')
-    .find((line) => line.includes('cni DEL queued'));
-  expect(JSON.parse(queuedLine ?? '{}')).toMatchObject({ podUid: uid, queued: true });
-  expect(JSON.parse(queuedLine ?? '{}').durationMs).toBeLessThan(DEL_DEADLINE_S * 1000 + 500);
+  // Answered within the call's own deadline: the client's retries do not outlast it. (The log
+  // line is written asynchronously: the answer on the socket may overtake it.)
+  const queuedLine = () =>
+    agent
+      ?.output()
+      .split('\n')
+      .find((line) => line.includes('cni DEL queued'));
+  expect(await waitFor(() => queuedLine() !== undefined, 5_000)).toBe(true);
+  const logged = JSON.parse(queuedLine() ?? '{}') as { podUid?: string; durationMs?: number };
+  expect(logged).toMatchObject({ podUid: uid, queued: true });
+  expect(logged.durationMs).toBeLessThan(DEL_DEADLINE_S * 1000 + 500);
   expect(queued()).toHaveLength(1);
   expect(await attachmentsOf(uid)).toHaveLength(1);
   await proxy.restore();

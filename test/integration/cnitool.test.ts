@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { globalAddresses, type Link } from '../../kernel/links';
 import { cniSetup, cnitool, cnitoolContainerId, type CniSetup } from '../harness/cnitool';
 import { netconf } from '../harness/netconf';
-import { hostEnds, makeNetns } from '../harness/netns';
+import { hostEnds, makeNetns, type TestNetns } from '../harness/netns';
+import { podsListed, untilListed } from '../harness/listed';
 import { withNodeAgent } from '../harness/node-agent';
 import { runShim } from '../harness/shim';
 import { expectReplayed } from '../harness/replay';
@@ -67,6 +68,9 @@ test('GC with one attachment dropped removes only that one; cnitool gc (no valid
   const dropped = await makeNetns('pod');
   ok(await cnitool(ptp, 'add', ptpNet, kept.path));
   ok(await cnitool(ptp, 'add', ptpNet, dropped.path));
+  // GC finds the node's leases through visibility. (cnitool passes no K8S_POD_UID: the container id stands in.)
+  const uidOf = (netns: TestNetns) => `ctr-${cnitoolContainerId(netns.path).slice(0, 64)}`;
+  await untilListed(ctx.temporal.client, ctx.temporal.taskQueue, podsListed(uidOf(kept), uidOf(dropped)));
   const gc = await runShim({
     command: 'GC',
     stdin: {

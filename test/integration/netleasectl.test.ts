@@ -16,6 +16,7 @@ import { signalRelease } from '../../temporal/signals';
 import { runToEnd, type Finished } from '../../tools/processes';
 import { loadAllocationUpdate } from '../../workflows/node-messages';
 import { kubeconfigPath } from '../harness/kube';
+import { untilListed } from '../harness/listed';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { quietRuntime, temporalAddress, uniqueName } from '../harness/temporal';
@@ -322,6 +323,10 @@ test('retry: a parked lease (its activation failed) is listed with its error and
     const consume = { containerId: 'ctr-park', netns: '/var/run/netns/p', ifName: 'eth0' };
     await expect(consumeLease(temporal.client, temporal.taskQueue, start, consume)).rejects.toThrow();
     await scenario.waitForPhase(uid, 'ActivationFailed');
+    // The phase filter reads the LeasePhase search attribute, indexed a moment after the upsert.
+    await untilListed(temporal.client, temporal.taskQueue, (leases) =>
+      leases.some((l) => l.podUid === uid && l.phase === 'ActivationFailed'),
+    );
 
     const parked = await ctl('leases', '--phase', 'ActivationFailed');
     expect(parked.stdout.trim().split('\n')[1]).toMatch(

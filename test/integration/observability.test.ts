@@ -157,15 +157,15 @@ test('CNI calls are counted by verb and code, leases by phase, addresses per poo
   expect(
     sampleValue(agentText, 'netlease_cni_request_duration_seconds_count', { verb: 'ADD', result: 'success' }),
   ).toBe(1);
-  // Both pods are bound to the node: the agent started their eth0 leases before any ADD.
-  expect(sampleValue(agentText, 'netlease_preproduced_leases_total', { result: 'started' })).toBe(2);
   expect(sampleValue(agentText, 'netlease_cni_delete_queue_length')).toBe(0);
-  // Both leases were offered to the agent (held on its disk for their first ADD).
+  // Both pods are bound to the node: the agent started their eth0 leases and offered them (held
+  // on its disk for their first ADD). The pre-producer runs on its own: its counters are waited on.
   const offered = await scrapeUntil(
     agentPort,
     (text) => sampleValue(text, 'netlease_offer_events_total', { event: 'held' }) === 2,
   );
   expect(sampleValue(offered, 'netlease_offer_events_total', { event: 'held' })).toBe(2);
+  expect(sampleValue(offered, 'netlease_preproduced_leases_total', { result: 'started' })).toBe(2);
   expect(agentText).toMatch(/^temporal_\w+/m); // the SDK's own metrics, merged in
 
   const controlText = await scrapeUntil(

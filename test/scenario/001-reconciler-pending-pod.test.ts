@@ -15,6 +15,7 @@ test('001 reconciler vs a Pending pod', async () => {
   const uid = await cluster.createPod('web-2', node);
   const addresses = await scenario.add('web-2', uid, node);
   expect(addresses).toHaveLength(2);
+  await scenario.listed(uid);
 
   for (let run = 0; run < 5; run++) {
     const summary = await scenario.reconcile();

@@ -16,7 +16,7 @@ import { silentLog } from '../../observability/log';
 import { leaseStartOptions } from '../../temporal/leases';
 import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
 import { offerLease, type PreProducer } from '../../worker/pre-produce';
-import { scheduledCount } from '../harness/history';
+import { acceptedUpdates, scheduledCount } from '../harness/history';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
 import { temporalAddress } from '../harness/temporal';
@@ -87,21 +87,22 @@ const ips = (json: Record<string, unknown> | undefined) =>
   ((json?.ips ?? []) as Array<{ address: string }>).map((ip) => ip.address.split('/')[0]);
 const historyOf = (uid: string) =>
   scenario.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0')).fetchHistory();
-const runsOf = async (uid: string) => {
-  const runs = [];
+/** The lease's runs as visibility lists them, once it lists the first (it lags the start). */
+const runsOf = (uid: string) => {
   const query = `WorkflowId = '${leaseWorkflowId(uid, 'eth0')}'`;
-  for await (const run of scenario.temporal.client.workflow.list({ query })) runs.push(run.runId);
-  return runs;
+  const list = async () => {
+    const runs = [];
+    for await (const run of scenario.temporal.client.workflow.list({ query })) runs.push(run.runId);
+    return runs;
+  };
+  return waitForValue(list, (runs) => runs.length > 0, 10_000);
 };
 const ownersOn = async (onNode = node) =>
   Object.values((await scenario.table(onNode))?.allocations ?? {}).map((a) => a.owner);
 const add = (name: string, uid: string, onNode = node) => cni('ADD', name, uid, onNode);
 const del = (name: string, uid: string) => cni('DEL', name, uid);
 
-const updatesOf = async (uid: string) =>
-  ((await historyOf(uid)).events ?? [])
-    .map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name)
-    .filter((name): name is string => name !== undefined && name !== null);
+const updatesOf = (uid: string) => acceptedUpdates(scenario.temporal.client, leaseWorkflowId(uid, 'eth0'));
 const startOn = (uid: string, name: string): LeaseStart => ({
   podUid: uid,
   podNamespace: scenario.cluster.namespace,

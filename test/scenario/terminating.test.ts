@@ -32,6 +32,7 @@ test('a Terminating pod keeps its lease and does not stop the reconciler', async
   await cluster.deletePod('terminating', 'graceful');
   expect(await cluster.podState('terminating')).toBe('terminating');
   await cluster.deletePod('missed');
+  await level.listed(terminating, missed);
   const first = await level.reconcile();
   expect(first.released).toBe(1);
   await level.waitForPhase(missed, 'Released');
@@ -59,6 +60,7 @@ test('a terminal pod whose watch event was missed is released by the reconciler'
   await level.add('running', running, node);
   await cluster.setPodPhase('done', 'Succeeded');
   await cluster.setPodPhase('running', 'Running');
+  await level.listed(done, running);
 
   const summary = await level.reconcile();
   expect(summary.released).toBe(1);

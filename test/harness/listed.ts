@@ -1,0 +1,22 @@
+// Temporal visibility lists a workflow a moment after it starts: a test that hands leases to code
+// which finds them through visibility (the reconciler, GC, netleasectl) waits until they are listed.
+import type { Client } from '@temporalio/client';
+import { knownLeases, type KnownLease } from '../../temporal/visibility';
+import { waitForValue } from './wait';
+
+/** Waits until the open leases on `taskQueue` that visibility lists satisfy `listed`; throws if they never do. */
+export async function untilListed(
+  client: Client,
+  taskQueue: string,
+  listed: (leases: KnownLease[]) => boolean,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const leases = await waitForValue(() => knownLeases(client, taskQueue), listed, timeoutMs);
+  if (!listed(leases)) throw new Error(`visibility did not list the expected leases within ${timeoutMs} ms`);
+}
+
+/** The leases of all these pods are listed. */
+export const podsListed =
+  (...podUids: string[]) =>
+  (leases: KnownLease[]): boolean =>
+    podUids.every((uid) => leases.some((lease) => lease.podUid === uid));
