@@ -4,7 +4,7 @@
 //   - identity is the UID, never the name or an IP in status;
 //   - an object older than one already seen (lower resourceVersion, same UID) is ignored.
 import { NewestSeen, NodeSchema, PodSchema, podFact, type KubeNode, type PodFact } from '../domain/k8s';
-import { isNotFound, type CoreApi } from './kube';
+import { isNotFound, kubeApiError, type CoreApi } from './kube';
 
 const PAGE = 500;
 
@@ -22,7 +22,7 @@ export class ClusterReader {
       return pod;
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      throw err;
+      throw kubeApiError(err);
     }
   }
 
@@ -34,7 +34,7 @@ export class ClusterReader {
       return node.metadata.uid;
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      throw err;
+      throw kubeApiError(err);
     }
   }
 
@@ -65,7 +65,7 @@ async function paginate<T>(
   const all: T[] = [];
   let token: string | undefined;
   do {
-    const page = await fetchPage(token);
+    const page = await fetchPage(token).catch((err: unknown) => Promise.reject(kubeApiError(err)));
     for (const item of page.items) all.push(parse(item));
     token = page.metadata?._continue || undefined;
     onPage(all.length);

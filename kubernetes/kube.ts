@@ -1,4 +1,5 @@
 // Loads @kubernetes/client-node (an ES module) from our CommonJS build and connects it.
+import { STATUS_CODES } from 'node:http';
 import { Agent } from 'node:https';
 import type * as Kube from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 
@@ -48,4 +49,43 @@ function keepConnections(config: Kube.KubeConfig): void {
 /** 404 from the API server: the object does not exist (as of a quorum read). */
 export function isNotFound(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 404;
+}
+
+/**
+ * The API server's refusal in one line, `kubernetes 403 Forbidden: <its message>`: the client's
+ * own error text is the status code followed by the whole body and response headers. Keeps
+ * `code`, so isNotFound still reads it.
+ */
+export class KubeApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    readonly serverMessage: string,
+  ) {
+    const what = reason ? `kubernetes ${code} ${reason}` : `kubernetes ${code}`;
+    super(serverMessage ? `${what}: ${serverMessage}` : what);
+    this.name = 'KubeApiError';
+  }
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
+
+/** A client ApiException as a KubeApiError; anything else (a refused connection) as it is. */
+export function kubeApiError(err: unknown): unknown {
+  const { code, body } = (err ?? {}) as { code?: unknown; body?: unknown };
+  const isApiException = err instanceof Error && err.message.startsWith('HTTP-Code:');
+  if (err instanceof KubeApiError || !isApiException || typeof code !== 'number') return err;
+  // The body is the Status object (or its JSON text); for codes the client does not expect
+  // (401), it leaves the body out.
+  let status: { message?: unknown; reason?: unknown } = {};
+  try {
+    status = (typeof body === 'string' ? JSON.parse(body) : (body ?? {})) as typeof status;
+  } catch {
+    status = { message: String(body).slice(0, 300) };
+  }
+  return new KubeApiError(
+    code,
+    text(status?.reason) ?? STATUS_CODES[code] ?? '',
+    text(status?.message) ?? '',
+  );
 }

@@ -4,7 +4,8 @@
 //   node dist/tools/demo-pod.js delete <name>    delete it (grace period 0)
 import { hostNodeName } from '../kubernetes/node-name';
 import { join } from 'node:path';
-import { connectKube } from '../kubernetes/kube';
+import { connectKube, kubeApiError } from '../kubernetes/kube';
+import { errorMessage } from '../observability/log';
 
 const kubeconfig = process.env.KUBECONFIG ?? join(__dirname, '..', '..', '.netlease', 'kube', 'kubeconfig');
 const namespace = 'default';
@@ -42,6 +43,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(`demo-pod: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(`demo-pod: ${errorMessage(kubeApiError(err))}`);
   process.exit(1);
 });

@@ -4,7 +4,7 @@
 import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { hostNodeName } from '../kubernetes/node-name';
-import { connectKube, isNotFound } from '../kubernetes/kube';
+import { connectKube, isNotFound, kubeApiError } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
 import { CONTROL_WORKER_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
@@ -141,8 +141,10 @@ async function withKubernetes(config: NetleaseConfig, log: number, children: Tra
   try {
     await core.readNode({ name: hostNodeName() });
   } catch (err) {
-    if (!isNotFound(err)) throw err;
-    await core.createNode({ body: { metadata: { name: hostNodeName() } } });
+    if (!isNotFound(err)) throw kubeApiError(err);
+    await core.createNode({ body: { metadata: { name: hostNodeName() } } }).catch((failed: unknown) => {
+      throw kubeApiError(failed);
+    });
   }
   return {
     ...config,

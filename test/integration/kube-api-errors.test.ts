@@ -1,0 +1,57 @@
+// The API server's refusals reach logs, activity failures and the operator's tools as one line
+// naming the code, the reason and the server's message, not the client's dump of the body and
+// response headers. Against the real kube-apiserver.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ClusterReader } from '../../kubernetes/cluster-reader';
+import { connectKube, isNotFound, KubeApiError, kubeApiError } from '../../kubernetes/kube';
+import { runToEnd } from '../../tools/processes';
+import { kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
+
+let cluster: TestCluster;
+beforeAll(async () => (cluster = await testCluster('kube-errors')));
+afterAll(async () => cluster?.close());
+
+test('a refused read through the ClusterReader is one line with the code and the reason', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-kubeconfig-'));
+  const wrongToken = readFileSync(kubeconfigPath(), 'utf8').replace(/"token": "[^"]*"/, '"token": "wrong"');
+  writeFileSync(join(dir, 'kubeconfig'), wrongToken);
+  const reader = new ClusterReader((await connectKube(join(dir, 'kubeconfig'))).core);
+  const refused = await reader.nodeUid('any').catch((err: unknown) => err);
+  expect(refused).toBeInstanceOf(KubeApiError);
+  expect((refused as Error).message).toBe('kubernetes 401 Unauthorized');
+  await expect(reader.listPods()).rejects.toThrow(/^kubernetes 401 Unauthorized$/);
+  // A missing object is still "absent", not an error.
+  expect(await new ClusterReader(cluster.clients.core).nodeUid('no-such-node')).toBeUndefined();
+});
+
+test('a conflict keeps its code and the server message', async () => {
+  await cluster.createPod('twice', 'some-node');
+  const conflict = kubeApiError(await cluster.createPod('twice', 'some-node').catch((err: unknown) => err));
+  expect(conflict).toMatchObject({ code: 409, reason: 'AlreadyExists' });
+  expect((conflict as Error).message).toBe('kubernetes 409 AlreadyExists: pods "twice" already exists');
+  expect(isNotFound(conflict)).toBe(false);
+  expect(kubeApiError(new Error('connect ECONNREFUSED'))).toEqual(new Error('connect ECONNREFUSED'));
+});
+
+test("demo-pod, the operator's stand-in for kubectl, says why it failed in one line", async () => {
+  const demo = (verb: string) =>
+    runToEnd(
+      process.execPath,
+      [join(__dirname, '..', '..', 'tools', 'demo-pod.js'), verb, 'kube-errors-demo'],
+      {
+        env: { ...process.env, KUBECONFIG: kubeconfigPath() },
+      },
+    );
+  expect((await demo('create')).exitCode).toBe(0);
+  try {
+    const again = await demo('create');
+    expect(again.exitCode).toBe(1);
+    expect(again.stderr).toBe(
+      'demo-pod: kubernetes 409 AlreadyExists: pods "kube-errors-demo" already exists\n',
+    );
+  } finally {
+    expect((await demo('delete')).exitCode).toBe(0);
+  }
+});
