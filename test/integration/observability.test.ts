@@ -275,3 +275,24 @@ test('histories of this file replay without nondeterminism', async () => {
     await connection.close();
   }
 });
+
+test('a stop is quiet: SIGTERM ends both processes with their "stopped" line and no warning', async () => {
+  for (const [proc, stoppedLine] of [
+    [control, 'control worker stopped'],
+    [agent, 'node agent stopped'],
+  ] as const) {
+    if (!proc) throw new Error('process not started');
+    const before = proc.stdout().length;
+    process.kill(proc.pid, 'SIGTERM');
+    expect(await proc.exited).toBe(0);
+    expect(await waitFor(() => proc.stdout().includes(`"msg":"${stoppedLine}"`), 5_000)).toBe(true);
+    const afterStop = proc
+      .stdout()
+      .slice(before)
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(afterStop.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+    expect(proc.stderr()).toBe('');
+  }
+});

@@ -29,7 +29,7 @@ export function watchForever(
           chain = chain.then(() => handle(type, object)).catch(onError);
         },
         (err: unknown) => {
-          if (err) onError(err);
+          if (err && !stopped) onError(err); // after stop(): our own abort, not a failure
           reopen();
         },
       );
