@@ -45,6 +45,12 @@ export interface BenchStack {
 /** The compiled tree (dist/). */
 const DIST = join(__dirname, '..', '..');
 
+/**
+ * NETLEASE_BENCH_PROFILE=<dir>: the control worker and the node agents write V8 CPU profiles there
+ * when they stop (one per thread; the control worker's workflow thread is its second).
+ */
+const PROFILE_DIR = process.env.NETLEASE_BENCH_PROFILE;
+
 /** `node <entry> --config <file>`, output to `<dir>/<name>.log`; resolves once `ready` is logged. */
 async function startNodeProcess(
   dir: string,
@@ -57,10 +63,15 @@ async function startNodeProcess(
   writeFileSync(file, JSON.stringify(config, null, 2));
   const log = join(dir, `${name}.log`);
   const fd = openSync(log, 'a');
-  const tracked = startTracked(process.execPath, [...flags, join(DIST, entry), '--config', file], {
-    stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...PROCESS_ENV },
-  });
+  const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const tracked = startTracked(
+    process.execPath,
+    [...flags, ...profile, join(DIST, entry), '--config', file],
+    {
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, ...PROCESS_ENV },
+    },
+  );
   let exited = false;
   void tracked.exited.then(() => (exited = true));
   await waitFor(() => exited || readFileSync(log, 'utf8').includes(ready), 60000, 100);
