@@ -55,8 +55,12 @@ export async function add(env: CniEnv, conf: NetConf, { offers }: CniContext = {
 export async function del(env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
   const start = leaseStart(env, conf);
   const workflowId = leaseWorkflowId(start.podUid, start.ifName);
-  await offers?.settled(workflowId); // an ADD answered from the offer reaches the lease first
-  await run(conf, (client) => deactivateAttachment(client, workflowId, env.containerId, env.ifName));
+  // An ADD answered from the offer reaches the lease first; waiting for that is part of the call's
+  // budget (Temporal away: the DEL is queued, not left hanging).
+  await run(conf, async (client) => {
+    await offers?.settled(workflowId);
+    await deactivateAttachment(client, workflowId, env.containerId, env.ifName);
+  });
   return undefined;
 }
 
@@ -67,8 +71,10 @@ async function leaseAttachment(
 ): Promise<{ state: LeaseState; attachment: Attachment }> {
   const start = leaseStart(env, conf);
   const workflowId = leaseWorkflowId(start.podUid, start.ifName);
-  await offers?.settled(workflowId);
-  const state = await run(conf, (client) => leaseStateOf(client, workflowId));
+  const state = await run(conf, async (client) => {
+    await offers?.settled(workflowId);
+    return leaseStateOf(client, workflowId);
+  });
   const attachment = state?.attachments.find(
     (a) => a.containerId === env.containerId && a.ifName === env.ifName,
   );
@@ -114,8 +120,10 @@ function prevResultAddresses(prevResult: unknown): string[] {
 
 export async function gc(_env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
   const valid = validAttachments(conf.raw);
-  await offers?.allSettled(); // answered sandboxes are in their leases before any is judged
-  await run(conf, (client) => collectGarbage(client, conf, nodeNameOf(conf), valid));
+  await run(conf, async (client) => {
+    await offers?.allSettled(); // answered sandboxes are in their leases before any is judged
+    await collectGarbage(client, conf, nodeNameOf(conf), valid);
+  });
   return undefined;
 }
 

@@ -19,7 +19,8 @@ import { offerLease, type PreProducer } from '../../worker/pre-produce';
 import { acceptedUpdates, scheduledCount } from '../harness/history';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
-import { temporalAddress } from '../harness/temporal';
+import { cniPaths, temporalAddress } from '../harness/temporal';
+import { durableFiles } from '../../storage/durable-files';
 import { waitForValue } from '../harness/wait';
 import { netconf } from '../harness/netconf';
 import { offersOnDisk, openTestOffers, preProduceOn } from '../harness/offers';
@@ -176,6 +177,40 @@ test('an answer not yet confirmed survives a crash of the agent and is confirmed
     ),
   ).toBe(0);
   await proxy.restore();
+}, 90_000);
+
+test('a DEL of an answer not yet confirmed is queued within its deadline and applied after the confirmation', async () => {
+  await proxy.cut();
+  const book = await openTestOffers(cutClient);
+  handBook = book;
+  scenario.context.offers = book;
+  const { uid } = await offeredByHand('del-waits', book);
+  expect((await add('del-waits', uid, handNode)).exitCode).toBe(0);
+  const queue = cniPaths(scenario.temporal.taskQueue).deleteQueue;
+  const queuedBefore = await durableFiles(queue, '.json');
+
+  // The DEL waits for the confirmation, which cannot reach Temporal: within the call's budget it
+  // is queued and succeeds instead of hanging (the runtime would time out the shim).
+  const del = await runShim({
+    command: 'DEL',
+    containerId: `ctr-${uid}`,
+    netns: `/var/run/netns/${uid}`,
+    ifName: 'eth0',
+    args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: 'del-waits', K8S_POD_UID: uid },
+    stdin: { ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: handNode }), timeoutSeconds: 2 },
+  });
+  expect(del.exitCode).toBe(0);
+  expect((await durableFiles(queue, '.json')).length).toBe(queuedBefore.length + 1);
+  expect((await scenario.leaseState(uid)).phase).toBe('Produced'); // nothing reached the lease
+
+  await proxy.restore(); // the answer is confirmed, then the queued DEL applied after it
+  const updates = await waitForValue(
+    () => updatesOf(uid),
+    (names) => names.includes('deactivate'),
+    30_000,
+  );
+  expect(updates).toEqual(['offer', 'consume', 'deactivate']);
+  expect((await scenario.leaseState(uid)).attachments).toEqual([]);
 }, 90_000);
 
 test('a damaged offer file does not stop the agent: it is removed at start', async () => {
