@@ -11,7 +11,7 @@ import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { CniEnv } from './env';
 import { CniCode, CniError } from './errors';
 import { collectGarbage } from './gc';
-import { leaseStart, nodeNameOf } from './identity';
+import { leaseStart, nodeNameOf, podUid } from './identity';
 import { SUPPORTED_VERSIONS, validAttachments, type NetConf } from './netconf';
 import { buildResult, convertResult } from './result';
 import type { OfferBook } from './offers';
@@ -20,7 +20,7 @@ import { withTemporal } from './temporal';
 
 type Output = Record<string, unknown> | undefined;
 
-function run<T>(conf: NetConf, fn: (client: Client) => Promise<T>): Promise<T> {
+function run<T>(conf: NetConf, fn: (client: Client, expired: AbortSignal) => Promise<T>): Promise<T> {
   return withTemporal(conf.settings.temporal, conf.settings.timeoutSeconds, fn);
 }
 
@@ -52,13 +52,15 @@ export async function add(env: CniEnv, conf: NetConf, { offers }: CniContext = {
   return convertResult(result, conf.cniVersion);
 }
 
+/** The lease of this call's pod interface. Not its node: a DEL must not fail on the node's name. */
+const leaseIdOf = (env: CniEnv): string => leaseWorkflowId(podUid(env), env.ifName);
+
 export async function del(env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
-  const start = leaseStart(env, conf);
-  const workflowId = leaseWorkflowId(start.podUid, start.ifName);
+  const workflowId = leaseIdOf(env);
   // An ADD answered from the offer reaches the lease first; waiting for that is part of the call's
   // budget (Temporal away: the DEL is queued, not left hanging).
-  await run(conf, async (client) => {
-    await offers?.settled(workflowId);
+  await run(conf, async (client, expired) => {
+    await offers?.settled(workflowId, expired);
     await deactivateAttachment(client, workflowId, env.containerId, env.ifName);
   });
   return undefined;
@@ -69,10 +71,9 @@ async function leaseAttachment(
   conf: NetConf,
   { offers }: CniContext,
 ): Promise<{ state: LeaseState; attachment: Attachment }> {
-  const start = leaseStart(env, conf);
-  const workflowId = leaseWorkflowId(start.podUid, start.ifName);
-  const state = await run(conf, async (client) => {
-    await offers?.settled(workflowId);
+  const workflowId = leaseIdOf(env);
+  const state = await run(conf, async (client, expired) => {
+    await offers?.settled(workflowId, expired);
     return leaseStateOf(client, workflowId);
   });
   const attachment = state?.attachments.find(
@@ -120,8 +121,8 @@ function prevResultAddresses(prevResult: unknown): string[] {
 
 export async function gc(_env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
   const valid = validAttachments(conf.raw);
-  await run(conf, async (client) => {
-    await offers?.allSettled(); // answered sandboxes are in their leases before any is judged
+  await run(conf, async (client, expired) => {
+    await offers?.allSettled(expired); // answered sandboxes are in their leases before any is judged
     await collectGarbage(client, conf, nodeNameOf(conf), valid);
   });
   return undefined;

@@ -4,6 +4,7 @@
 // then written in the same order per lease; the answer goes out only once its record is on disk.
 // In ptp mode the agent makes the interface itself first; if that fails, the ADD takes the lease's
 // path, whose activation retries (its steps are idempotent: a half-made interface is finished).
+import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
@@ -27,6 +28,14 @@ function recordOf(text: string | undefined): OfferRecord | undefined {
     return undefined;
   }
 }
+/** `pending` settled, or `until`'s reason once it fires first (its listener goes with the signal). */
+async function settledOrAborted(pending: Promise<unknown> | undefined, until?: AbortSignal): Promise<void> {
+  if (!pending || !until) return void (await pending);
+  until.throwIfAborted();
+  const aborted = once(until, 'abort').then(() => Promise.reject(until.reason));
+  await Promise.race([pending, aborted]);
+}
+
 const REVOKED_REMEMBERED = 10_000;
 const CONFIRM_DEADLINE_MS = 10_000;
 
@@ -163,13 +172,16 @@ export class OfferBook {
     return offer.answered;
   }
 
-  /** Resolves once an answer from this lease's offer is confirmed to the workflow (DEL, CHECK wait). */
-  async settled(leaseId: string): Promise<void> {
-    await this.confirming.get(leaseId);
+  /**
+   * Resolves once an answer from this lease's offer is confirmed to the workflow (DEL, CHECK wait);
+   * rejects when `until` fires first (the call's deadline).
+   */
+  async settled(leaseId: string, until?: AbortSignal): Promise<void> {
+    await settledOrAborted(this.confirming.get(leaseId), until);
   }
 
-  async allSettled(): Promise<void> {
-    await Promise.all(this.confirming.values());
+  async allSettled(until?: AbortSignal): Promise<void> {
+    await settledOrAborted(Promise.all(this.confirming.values()), until);
   }
 
   close(): void {

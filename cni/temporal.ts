@@ -35,17 +35,20 @@ export async function closeTemporalClients(): Promise<void> {
   for (const client of open) await (await client.catch(() => undefined))?.connection.close();
 }
 
-/** Runs `fn` under the call's deadline. Unreachable or slow Temporal → code 11. */
+/**
+ * Runs `fn` under the call's deadline. Unreachable or slow Temporal → code 11. `expired` fires at
+ * the deadline, for what `fn` waits on besides Temporal (an offer's confirmation).
+ */
 export async function withTemporal<T>(
   settings: TemporalConnection,
   timeoutSeconds: number,
-  fn: (client: Client) => Promise<T>,
+  fn: (client: Client, expired: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   try {
-    return await withinDeadline(deadline, async () => {
+    return await withinDeadline(deadline, async (expired) => {
       const client = await clientFor(settings, timeoutSeconds * 1000);
-      return client.connection.withDeadline(deadline, () => fn(client));
+      return client.connection.withDeadline(deadline, () => fn(client, expired));
     });
   } catch (err) {
     throw toCniError(err, settings.address);
@@ -55,17 +58,22 @@ export async function withTemporal<T>(
 /**
  * The gRPC deadline bounds each attempt, but the client's retries sleep between attempts past it
  * (a 5 s deadline ended after 6 s with Temporal unreachable): the call's answer must not outlast
- * the budget the shim waits for. The abandoned work ends by itself at the gRPC deadline.
+ * the budget the shim waits for. The abandoned work ends by itself: its gRPC calls fail past the
+ * deadline, and its other waits watch `expired`.
  */
-async function withinDeadline<T>(deadline: number, work: () => Promise<T>): Promise<T> {
+async function withinDeadline<T>(deadline: number, work: (expired: AbortSignal) => Promise<T>): Promise<T> {
+  const expiry = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`no answer within the call's deadline`)),
+      () => {
+        expiry.abort(new Error(`no answer within the call's deadline`));
+        reject(expiry.signal.reason);
+      },
       Math.max(0, deadline - Date.now()),
     );
   });
-  const working = work();
+  const working = work(expiry.signal);
   working.catch(() => undefined); // settled after the deadline: nobody is waiting any more
   try {
     return await Promise.race([working, expired]);

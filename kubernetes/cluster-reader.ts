@@ -4,7 +4,7 @@
 //   - identity is the UID, never the name or an IP in status;
 //   - an object older than one already seen (lower resourceVersion, same UID) is ignored.
 import { NewestSeen, NodeSchema, PodSchema, podFact, type KubeNode, type PodFact } from '../domain/k8s';
-import { isNotFound, kubeApiError, type CoreApi } from './kube';
+import { isNotFound, kubeCall, type CoreApi } from './kube';
 
 const PAGE = 500;
 
@@ -17,24 +17,25 @@ export class ClusterReader {
   /** The pod of this name now (a quorum GET; it may have another UID), or undefined. */
   async readPod(namespace: string, name: string): Promise<PodFact | undefined> {
     try {
-      const pod = podFact(PodSchema.parse(await this.core.readNamespacedPod({ name, namespace })));
+      const read = await kubeCall(() => this.core.readNamespacedPod({ name, namespace }));
+      const pod = podFact(PodSchema.parse(read));
       this.newest.admit(pod.uid, pod.resourceVersion);
       return pod;
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      throw kubeApiError(err);
+      throw err;
     }
   }
 
   /** The node's current UID, or undefined when no node of that name exists. */
   async nodeUid(name: string): Promise<string | undefined> {
     try {
-      const node = NodeSchema.parse(await this.core.readNode({ name }));
+      const node = NodeSchema.parse(await kubeCall(() => this.core.readNode({ name })));
       this.newest.admit(node.metadata.uid, node.metadata.resourceVersion);
       return node.metadata.uid;
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      throw kubeApiError(err);
+      throw err;
     }
   }
 
@@ -65,7 +66,7 @@ async function paginate<T>(
   const all: T[] = [];
   let token: string | undefined;
   do {
-    const page = await fetchPage(token).catch((err: unknown) => Promise.reject(kubeApiError(err)));
+    const page = await kubeCall(() => fetchPage(token));
     for (const item of page.items) all.push(parse(item));
     token = page.metadata?._continue || undefined;
     onPage(all.length);

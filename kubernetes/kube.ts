@@ -1,6 +1,7 @@
 // Loads @kubernetes/client-node (an ES module) from our CommonJS build and connects it.
 import { STATUS_CODES } from 'node:http';
 import { Agent } from 'node:https';
+import { z } from 'zod';
 import type * as Kube from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 
 export type KubeModule = typeof Kube;
@@ -68,24 +69,40 @@ export class KubeApiError extends Error {
   }
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
+/** The API server's Status object, as much of it as a refusal needs. */
+const StatusSchema = z.object({
+  message: z.string().min(1).optional(),
+  reason: z.string().min(1).optional(),
+});
+
+/** The Status in an ApiException's body: an object, its JSON text, or (401) nothing at all. */
+function statusOf(body: unknown): z.infer<typeof StatusSchema> {
+  let decoded = body;
+  if (typeof body === 'string') {
+    try {
+      decoded = JSON.parse(body);
+    } catch {
+      return { message: body.replace(/\s+/g, ' ').trim().slice(0, 300) || undefined }; // an HTML page from a proxy
+    }
+  }
+  const parsed = StatusSchema.safeParse(decoded ?? {});
+  return parsed.success ? parsed.data : {};
+}
 
 /** A client ApiException as a KubeApiError; anything else (a refused connection) as it is. */
 export function kubeApiError(err: unknown): unknown {
-  const { code, body } = (err ?? {}) as { code?: unknown; body?: unknown };
   const isApiException = err instanceof Error && err.message.startsWith('HTTP-Code:');
+  const { code, body } = (err ?? {}) as { code?: unknown; body?: unknown };
   if (err instanceof KubeApiError || !isApiException || typeof code !== 'number') return err;
-  // The body is the Status object (or its JSON text); for codes the client does not expect
-  // (401), it leaves the body out.
-  let status: { message?: unknown; reason?: unknown } = {};
+  const status = statusOf(body);
+  return new KubeApiError(code, status.reason ?? STATUS_CODES[code] ?? '', status.message ?? '');
+}
+
+/** Runs a Kubernetes call; a refusal comes back as a KubeApiError. */
+export async function kubeCall<T>(call: () => Promise<T>): Promise<T> {
   try {
-    status = (typeof body === 'string' ? JSON.parse(body) : (body ?? {})) as typeof status;
-  } catch {
-    status = { message: String(body).slice(0, 300) };
+    return await call();
+  } catch (err) {
+    throw kubeApiError(err);
   }
-  return new KubeApiError(
-    code,
-    text(status?.reason) ?? STATUS_CODES[code] ?? '',
-    text(status?.message) ?? '',
-  );
 }

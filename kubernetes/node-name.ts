@@ -23,6 +23,15 @@ export function hostNodeName(host: string = hostname()): string {
   return name;
 }
 
+/** A node name given by a setting (`nodeName`, NETLEASE_NODE_NAME), checked; undefined when unset. */
+export function configuredNodeName(value: string | undefined, setting: string): string | undefined {
+  if (!value) return undefined;
+  const parsed = DnsSubdomainSchema.safeParse(value);
+  if (!parsed.success)
+    throw new Error(`${setting} "${value}": ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return value;
+}
+
 /** For labels only (logs): the host's node name, or the raw host name when it is not one. */
 export function hostNodeLabel(): string {
   try {

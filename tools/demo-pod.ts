@@ -2,8 +2,8 @@
 //   node dist/tools/demo-pod.js create <name>    create a pod bound to this machine, print the ADD
 //   node dist/tools/demo-pod.js running <name>   set its status.phase to Running
 //   node dist/tools/demo-pod.js delete <name>    delete it (grace period 0)
-import { hostNodeName } from '../kubernetes/node-name';
 import { join } from 'node:path';
+import { hostNodeName } from '../kubernetes/node-name';
 import { connectKube, kubeApiError } from '../kubernetes/kube';
 import { errorMessage } from '../observability/log';
 

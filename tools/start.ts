@@ -4,7 +4,7 @@
 import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { hostNodeName } from '../kubernetes/node-name';
-import { connectKube, isNotFound, kubeApiError } from '../kubernetes/kube';
+import { connectKube, isNotFound, kubeCall } from '../kubernetes/kube';
 import type { NetleaseConfig } from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
 import { CONTROL_WORKER_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
@@ -139,12 +139,10 @@ async function withKubernetes(config: NetleaseConfig, log: number, children: Tra
   save();
   const { core } = await connectKube(kube.kubeconfig);
   try {
-    await core.readNode({ name: hostNodeName() });
+    await kubeCall(() => core.readNode({ name: hostNodeName() }));
   } catch (err) {
-    if (!isNotFound(err)) throw kubeApiError(err);
-    await core.createNode({ body: { metadata: { name: hostNodeName() } } }).catch((failed: unknown) => {
-      throw kubeApiError(failed);
-    });
+    if (!isNotFound(err)) throw err;
+    await kubeCall(() => core.createNode({ body: { metadata: { name: hostNodeName() } } }));
   }
   return {
     ...config,

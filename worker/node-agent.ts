@@ -6,9 +6,9 @@ import { OfferBook } from '../cni/offers';
 import { sharedClient } from '../cni/temporal';
 import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
 import type { DataplaneActivities } from '../domain/dataplane';
-import { DnsSubdomainSchema } from '../domain/names';
 import { createDataplaneActivities } from '../activities/dataplane';
 import { ClusterReader } from '../kubernetes/cluster-reader';
+import { configuredNodeName, hostNodeName } from '../kubernetes/node-name';
 import { connectKube } from '../kubernetes/kube';
 import { agentRegistry } from '../observability/agent-metrics';
 import { createLog, errorMessage, type Log } from '../observability/log';
@@ -27,7 +27,11 @@ async function main(): Promise<void> {
   const log = createLog('node-agent', config.logLevel);
   const runtime = await installRuntime(log, config.metrics !== undefined);
   // A DaemonSet passes spec.nodeName through the downward API; it wins over the host name.
-  const nodeName = config.nodeName ?? nodeNameFromEnv();
+  // Checked first: a bad name stops the agent before it connects or confirms any offer.
+  const nodeName =
+    config.nodeName ??
+    configuredNodeName(process.env.NETLEASE_NODE_NAME, 'NETLEASE_NODE_NAME') ??
+    hostNodeName();
   const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
   // One set of activities (one forwarding keeper): the worker runs them, the offers activate with
   // them, and they revoke through the offers opened after them.
@@ -36,7 +40,8 @@ async function main(): Promise<void> {
     offers: { revoke: async (leaseId, run) => offers?.revoke(leaseId, run) },
   });
   const offers = await offersFor(config, client, activities.activateAttachment, log);
-  const agent = await createNodeAgent(nodeName ? { ...config, nodeName } : config, activities);
+  // Only now can a revokeOffer arrive: the worker starts polling after `offers` is set.
+  const agent = await createNodeAgent({ ...config, nodeName }, activities);
   const nodeLog = log.child({ node: agent.nodeName });
   let metrics: MetricsServer | undefined;
   if (config.metrics) {
@@ -60,14 +65,6 @@ async function main(): Promise<void> {
   await agent.close();
   await metrics?.close();
   nodeLog.info('node agent stopped');
-}
-
-function nodeNameFromEnv(): string | undefined {
-  const name = process.env.NETLEASE_NODE_NAME;
-  if (!name) return undefined;
-  const parsed = DnsSubdomainSchema.safeParse(name);
-  if (!parsed.success) throw new Error(`NETLEASE_NODE_NAME "${name}": ${parsed.error.issues[0]?.message}`);
-  return name;
 }
 
 /** Pre-produced leases are offered to this agent to answer their first ADD (domain/offer). */

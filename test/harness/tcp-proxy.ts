@@ -22,6 +22,7 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
   };
   const restore = () =>
     new Promise<void>((resolve, reject) => {
+      if (server) return resolve(); // not cut
       server = createServer((client) => {
         const upstream = connect(Number(port), host);
         track(client);

@@ -120,7 +120,7 @@ test('Temporal away: the agent queues the DEL, answers success, and applies it w
     agent
       ?.output()
       .split('\n')
-      .find((line) => line.includes('cni DEL queued'));
+      .find((line) => line.includes('cni DEL queued') && line.includes(uid));
   expect(await waitFor(() => queuedLine() !== undefined, 5_000)).toBe(true);
   const logged = JSON.parse(queuedLine() ?? '{}') as { podUid?: string; durationMs?: number };
   expect(logged).toMatchObject({ podUid: uid, queued: true });

@@ -8,6 +8,7 @@ import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { connectKube, isNotFound, KubeApiError, kubeApiError } from '../../kubernetes/kube';
 import { runToEnd } from '../../tools/processes';
 import { kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
+import { uniqueName } from '../harness/temporal';
 
 let cluster: TestCluster;
 beforeAll(async () => (cluster = await testCluster('kube-errors')));
@@ -32,25 +33,34 @@ test('a conflict keeps its code and the server message', async () => {
   expect(conflict).toMatchObject({ code: 409, reason: 'AlreadyExists' });
   expect((conflict as Error).message).toBe('kubernetes 409 AlreadyExists: pods "twice" already exists');
   expect(isNotFound(conflict)).toBe(false);
-  expect(kubeApiError(new Error('connect ECONNREFUSED'))).toEqual(new Error('connect ECONNREFUSED'));
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+  expect(kubeApiError(refused)).toBe(refused); // not the API server's answer: left as it is
+});
+
+test("a body that is no Status (a proxy's HTML page) still makes one line", async () => {
+  const { ApiException } = await import('@kubernetes/client-node');
+  const page = new ApiException(
+    502,
+    'Unknown API Status Code!',
+    '<html>\n  <body>bad gateway</body>\n</html>\n',
+    {},
+  );
+  expect((kubeApiError(page) as Error).message).toBe(
+    'kubernetes 502 Bad Gateway: <html> <body>bad gateway</body> </html>',
+  );
 });
 
 test("demo-pod, the operator's stand-in for kubectl, says why it failed in one line", async () => {
+  const name = uniqueName('demo');
   const demo = (verb: string) =>
-    runToEnd(
-      process.execPath,
-      [join(__dirname, '..', '..', 'tools', 'demo-pod.js'), verb, 'kube-errors-demo'],
-      {
-        env: { ...process.env, KUBECONFIG: kubeconfigPath() },
-      },
-    );
+    runToEnd(process.execPath, [join(__dirname, '..', '..', 'tools', 'demo-pod.js'), verb, name], {
+      env: { ...process.env, KUBECONFIG: kubeconfigPath() },
+    });
   expect((await demo('create')).exitCode).toBe(0);
   try {
     const again = await demo('create');
     expect(again.exitCode).toBe(1);
-    expect(again.stderr).toBe(
-      'demo-pod: kubernetes 409 AlreadyExists: pods "kube-errors-demo" already exists\n',
-    );
+    expect(again.stderr).toBe(`demo-pod: kubernetes 409 AlreadyExists: pods "${name}" already exists\n`);
   } finally {
     expect((await demo('delete')).exitCode).toBe(0);
   }

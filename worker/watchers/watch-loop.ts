@@ -15,9 +15,14 @@ export function watchForever(
 ): WatchLoop {
   let stopped = false;
   let abort: AbortController | undefined;
+  let retry: NodeJS.Timeout | undefined;
   let chain: Promise<unknown> = Promise.resolve();
   let backoffMs = 500;
   const watch = new clients.kube.Watch(clients.config);
+  // After stop(), what fails is our own abort or an event already in hand: not worth a warning.
+  const report = (err: unknown) => {
+    if (!stopped) onError(err);
+  };
   const open = async (): Promise<void> => {
     if (stopped) return;
     try {
@@ -26,27 +31,29 @@ export function watchForever(
         { allowWatchBookmarks: true, ...query },
         (type: string, object: unknown) => {
           backoffMs = 500;
-          chain = chain.then(() => handle(type, object)).catch(onError);
+          chain = chain.then(() => handle(type, object)).catch(report);
         },
         (err: unknown) => {
-          if (err && !stopped) onError(err); // after stop(): our own abort, not a failure
+          if (err) report(err);
           reopen();
         },
       );
+      if (stopped) abort.abort(); // stopped while it was opening
     } catch (err) {
-      onError(err);
+      report(err);
       reopen();
     }
   };
   const reopen = () => {
     if (stopped) return;
     backoffMs = Math.min(backoffMs * 2, 30000);
-    setTimeout(() => void open(), backoffMs);
+    retry = setTimeout(() => void open(), backoffMs);
   };
   void open();
   return {
     stop() {
       stopped = true;
+      clearTimeout(retry);
       abort?.abort();
     },
   };
