@@ -89,11 +89,15 @@ function statusOf(body: unknown): z.infer<typeof StatusSchema> {
   return parsed.success ? parsed.data : {};
 }
 
-/** A client ApiException as a KubeApiError; anything else (a refused connection) as it is. */
+/**
+ * A refusal of the API server as a KubeApiError: the client's ApiException, or the error its Watch
+ * throws (the status text, with `statusCode`). Anything else (a refused connection) as it is.
+ */
 export function kubeApiError(err: unknown): unknown {
-  const isApiException = err instanceof Error && err.message.startsWith('HTTP-Code:');
-  const { code, body } = (err ?? {}) as { code?: unknown; body?: unknown };
-  if (err instanceof KubeApiError || !isApiException || typeof code !== 'number') return err;
+  if (!(err instanceof Error) || err instanceof KubeApiError) return err;
+  const { code, body, statusCode } = err as { code?: unknown; body?: unknown; statusCode?: unknown };
+  if (typeof statusCode === 'number') return new KubeApiError(statusCode, err.message, '');
+  if (!err.message.startsWith('HTTP-Code:') || typeof code !== 'number') return err;
   const status = statusOf(body);
   return new KubeApiError(code, status.reason ?? STATUS_CODES[code] ?? '', status.message ?? '');
 }

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { connectKube, isNotFound, KubeApiError, kubeApiError } from '../../kubernetes/kube';
-import { runToEnd } from '../../tools/processes';
+import { errorMessage } from '../../observability/log';
+import { runToEnd, waitFor } from '../../tools/processes';
+import { watchForever } from '../../worker/watchers/watch-loop';
 import { kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
 import { uniqueName } from '../harness/temporal';
 
@@ -14,15 +16,27 @@ let cluster: TestCluster;
 beforeAll(async () => (cluster = await testCluster('kube-errors')));
 afterAll(async () => cluster?.close());
 
-test('a refused read through the ClusterReader is one line with the code and the reason', async () => {
+test('a refused read through the ClusterReader, or a refused watch, is one line with the code and the reason', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-kubeconfig-'));
   const wrongToken = readFileSync(kubeconfigPath(), 'utf8').replace(/"token": "[^"]*"/, '"token": "wrong"');
   writeFileSync(join(dir, 'kubeconfig'), wrongToken);
-  const reader = new ClusterReader((await connectKube(join(dir, 'kubeconfig'))).core);
+  const clients = await connectKube(join(dir, 'kubeconfig'));
+  const reader = new ClusterReader(clients.core);
   const refused = await reader.nodeUid('any').catch((err: unknown) => err);
   expect(refused).toBeInstanceOf(KubeApiError);
   expect((refused as Error).message).toBe('kubernetes 401 Unauthorized');
   await expect(reader.listPods()).rejects.toThrow(/^kubernetes 401 Unauthorized$/);
+  // A watch refused the same way reports the same line, and stops quietly.
+  const reported: string[] = [];
+  const loop = watchForever(
+    clients,
+    '/api/v1/pods',
+    async () => undefined,
+    (err) => reported.push(errorMessage(err)),
+  );
+  expect(await waitFor(() => reported.length > 0, 10_000)).toBe(true);
+  loop.stop();
+  expect(reported[0]).toBe('kubernetes 401 Unauthorized');
   // A missing object is still "absent", not an error.
   expect(await new ClusterReader(cluster.clients.core).nodeUid('no-such-node')).toBeUndefined();
 });

@@ -1,6 +1,6 @@
 // Keeps one Kubernetes watch open, restarting it with bounded backoff; events are handled one
 // at a time in arrival order. Watches are hints: anything missed is caught by the reconciler.
-import type { KubeClients } from '../../kubernetes/kube';
+import { kubeApiError, type KubeClients } from '../../kubernetes/kube';
 
 export interface WatchLoop {
   stop(): void;
@@ -21,7 +21,7 @@ export function watchForever(
   const watch = new clients.kube.Watch(clients.config);
   // After stop(), what fails is our own abort or an event already in hand: not worth a warning.
   const report = (err: unknown) => {
-    if (!stopped) onError(err);
+    if (!stopped) onError(kubeApiError(err));
   };
   const open = async (): Promise<void> => {
     if (stopped) return;
