@@ -157,16 +157,20 @@ export async function serveCniApi({
     return tryAgainLater(result) ? 'later' : 'done';
   };
   let draining: Promise<void> = Promise.resolve();
+  // Each drain runs after the one before it, whether that one failed or not: a rejected link must
+  // not stop every later drain.
   const drain = () =>
-    (draining = draining.then(async () => {
-      const drained = await drainDeletes(deleteQueue, apply);
-      queuedDeletesApplied.inc(drained.applied);
-      queuedDeletesDropped.inc(drained.dropped.length);
-      deleteQueueLength.set(drained.kept);
-      if (drained.applied || drained.dropped.length)
-        log.info({ applied: drained.applied, waiting: drained.kept }, 'queued DELs applied');
-      for (const name of drained.dropped) log.warn({ file: name }, 'dropped unreadable queued DEL');
-    }));
+    (draining = draining
+      .catch(() => undefined)
+      .then(async () => {
+        const drained = await drainDeletes(deleteQueue, apply);
+        queuedDeletesApplied.inc(drained.applied);
+        queuedDeletesDropped.inc(drained.dropped.length);
+        deleteQueueLength.set(drained.kept);
+        if (drained.applied || drained.dropped.length)
+          log.info({ applied: drained.applied, waiting: drained.kept }, 'queued DELs applied');
+        for (const name of drained.dropped) log.warn({ file: name }, 'dropped unreadable queued DEL');
+      }));
   await drain();
   const timer = setInterval(
     () =>

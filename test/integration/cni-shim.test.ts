@@ -2,7 +2,7 @@
 // down, ADD and CHECK get 11 naming the socket, STATUS 50, and DEL is queued on disk and applied
 // once the agent is back, nothing lost across a SIGKILL; with Temporal away, the agent queues
 // DELs itself. The agent here is the real process (node dist/worker/node-agent.js).
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -17,6 +17,7 @@ import { tcpProxy } from '../harness/tcp-proxy';
 import { temporalAddress, uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { waitFor } from '../../tools/processes';
+import { serveCniApi } from '../../worker/cni-api';
 
 const node = uniqueName('node');
 const ctx = withControlWorker('cni-shim');
@@ -139,6 +140,26 @@ test('Temporal away: the agent queues the DEL, answers success, and applies it w
   expect(await waitFor(() => queued().length === 0, 10_000)).toBe(true);
   await proxy.close();
 }, 120_000);
+
+test('a drain that failed does not stop the next ones', async () => {
+  const own = mkdtempSync(join(tmpdir(), 'netlease-drain-'));
+  const queue = join(own, 'del-queue');
+  const api = await serveCniApi({ socket: join(own, 'agent.sock'), deleteQueue: queue });
+  try {
+    // Something in the queue that cannot be read nor removed (a directory): this drain fails.
+    mkdirSync(join(queue, '00000000000000000000-damaged.json'), { recursive: true });
+    await expect(api.drain()).rejects.toThrow();
+    rmSync(join(queue, '00000000000000000000-damaged.json'), { recursive: true });
+    // A DEL the shim queues while nothing listens on its socket is applied by the next drain.
+    const gone = { ...conf(), agentSocket: join(own, 'nobody.sock'), deleteQueue: queue };
+    expect((await runShim(call('DEL', randomUUID(), gone))).exitCode).toBe(0);
+    expect(readdirSync(queue).filter((n) => n.endsWith('.json'))).toHaveLength(1);
+    await api.drain();
+    expect(readdirSync(queue).filter((n) => n.endsWith('.json'))).toEqual([]);
+  } finally {
+    await api.close();
+  }
+});
 
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed(ctx.temporal, 4);
