@@ -170,6 +170,8 @@ export async function serveCniApi({
         if (drained.applied || drained.dropped.length)
           log.info({ applied: drained.applied, waiting: drained.kept }, 'queued DELs applied');
         for (const name of drained.dropped) log.warn({ file: name }, 'dropped unreadable queued DEL');
+        for (const { name, error } of drained.stuck)
+          log.warn({ file: name, error }, 'queued DEL file cannot be removed; the queue goes on past it');
       }));
   await drain();
   const timer = setInterval(

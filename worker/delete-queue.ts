@@ -21,6 +21,8 @@ export interface Drained {
   applied: number;
   kept: number;
   dropped: string[];
+  /** Files that could not be removed (applied or dropped all the same): they never block the rest. */
+  stuck: Array<{ name: string; error: string }>;
 }
 
 function parsed(text: string | undefined): QueuedCall | undefined {
@@ -37,7 +39,7 @@ export async function drainDeletes(
   apply: (call: QueuedCall) => Promise<Applied>,
 ): Promise<Drained> {
   const names = await durableFiles(dir, '.json');
-  const drained: Drained = { applied: 0, kept: 0, dropped: [] };
+  const drained: Drained = { applied: 0, kept: 0, dropped: [], stuck: [] };
   for (const [index, name] of names.entries()) {
     const call = parsed(await readDurable(dir, name));
     if (!call)
@@ -46,7 +48,10 @@ export async function drainDeletes(
       drained.kept = names.length - index;
       return drained;
     } else drained.applied++;
-    await removeDurably(dir, name);
+    // An applied DEL left on disk is applied again next time, which is a no-op.
+    await removeDurably(dir, name).catch((err: unknown) =>
+      drained.stuck.push({ name, error: err instanceof Error ? err.message : String(err) }),
+    );
   }
   return drained;
 }
