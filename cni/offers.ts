@@ -72,7 +72,15 @@ export class OfferBook {
       if (offer?.answered) {
         book.records.set(offer.leaseId, offer);
         book.confirm(offer);
-      } else await removeDurably(options.dir, name); // unanswered, or unreadable
+      } else {
+        // Unanswered, or unreadable; one that cannot even be removed must not stop the agent.
+        await removeDurably(options.dir, name).catch((err: unknown) =>
+          book.log.warn(
+            { file: name, error: errorMessage(err) },
+            'offer file cannot be removed; left as it is',
+          ),
+        );
+      }
     }
     book.count();
     return book;
