@@ -1,7 +1,14 @@
 // How every process reaches Temporal: the address, namespace and TLS/mTLS files of one
 // TemporalConnection, for a client (Connection) and for a worker (NativeConnection).
 import { readFileSync } from 'node:fs';
-import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  Client,
+  Connection,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+  type TLSConfig,
+} from '@temporalio/client';
 import { NativeConnection, type TLSConfig as WorkerTlsConfig } from '@temporalio/worker';
 import { ConfigError, type TemporalConnection } from '../domain/config';
 
@@ -45,16 +52,43 @@ export function tlsConfig(settings: TemporalConnection): TLSConfig | undefined {
   };
 }
 
-/** A client-side Connection (grpc-js), e.g. for the health service. */
+/**
+ * A client-side Connection (grpc-js), e.g. for the health service. It retries as the client does
+ * by default, but a retry must never run on a closed channel: grpc-js throws from the retry's
+ * timer ("Channel has been shut down"), an uncaught exception that ends the process (seen as
+ * exit code 1 on SIGTERM while Temporal was unreachable). So once closing, no new retry is
+ * scheduled, and the channel closes only after the retries already scheduled have run.
+ */
 export async function connectConnection(
   settings: TemporalConnection,
   options: { connectTimeoutMs?: number } = {},
 ): Promise<Connection> {
-  return Connection.connect({
+  const retries = defaultGrpcRetryOptions();
+  let closing = false;
+  let lastRetryAt = 0;
+  const connection = await Connection.connect({
     address: settings.address,
     tls: tlsConfig(settings),
     ...(options.connectTimeoutMs ? { connectTimeout: options.connectTimeoutMs } : {}),
+    interceptors: [
+      makeGrpcRetryInterceptor({
+        retryableDecider: (attempt, status) => !closing && retries.retryableDecider(attempt, status),
+        delayFunction: (attempt, status) => {
+          const delayMs = retries.delayFunction(attempt, status);
+          lastRetryAt = Math.max(lastRetryAt, Date.now() + delayMs);
+          return delayMs;
+        },
+      }),
+    ],
   });
+  const close = connection.close.bind(connection);
+  connection.close = async () => {
+    closing = true;
+    const pendingMs = lastRetryAt - Date.now();
+    if (pendingMs > 0) await sleep(pendingMs + 50); // at most the client's longest backoff (~6 s)
+    await close();
+  };
+  return connection;
 }
 
 /** A client on its own Connection in the settings' namespace; `client.connection.close()` ends it. */

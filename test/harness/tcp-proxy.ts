@@ -5,7 +5,11 @@ import { freePort } from '../../tools/processes';
 
 export interface TcpProxy {
   address: string;
+  /** Nothing listens any more: connections are refused. */
   cut(): Promise<void>;
+  /** Still listening, but every connection is closed at once and counted in `refused`. */
+  refuse(): void;
+  readonly refused: number;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -15,15 +19,25 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
   const listenPort = await freePort();
   const sockets = new Set<Socket>();
   let server: Server | undefined;
+  let refusing = false;
+  let refused = 0;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
   };
+  const dropAll = () => {
+    for (const socket of sockets) socket.destroy();
+  };
   const restore = () =>
     new Promise<void>((resolve, reject) => {
+      refusing = false;
       if (server) return resolve(); // not cut
       server = createServer((client) => {
+        if (refusing) {
+          refused++;
+          return client.destroy();
+        }
         const upstream = connect(Number(port), host);
         track(client);
         track(upstream);
@@ -35,9 +49,22 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
   const cut = async () => {
     const closing = server;
     server = undefined;
-    for (const socket of sockets) socket.destroy();
+    dropAll();
     if (closing) await new Promise<void>((resolve) => closing.close(() => resolve()));
   };
+  const refuse = () => {
+    refusing = true;
+    dropAll();
+  };
   await restore();
-  return { address: `127.0.0.1:${listenPort}`, cut, restore, close: cut };
+  return {
+    address: `127.0.0.1:${listenPort}`,
+    cut,
+    refuse,
+    get refused() {
+      return refused;
+    },
+    restore,
+    close: cut,
+  };
 }
