@@ -258,10 +258,12 @@ export class OfferBook {
       return 'confirmed';
     } catch (err) {
       const refused = err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError;
-      this.log.warn(
-        { leaseId: offer.leaseId, containerId: answered.containerId, error: errorMessage(err) },
-        refused ? 'offer: the lease refused the answer (it ended first)' : 'offer: confirming; will retry',
-      );
+      const fields = { leaseId: offer.leaseId, containerId: answered.containerId, error: errorMessage(err) };
+      if (refused) this.log.warn(fields, 'offer: the lease refused the answer (it ended first)');
+      // The agent stopping: the answer stays on disk, and the next agent confirms it.
+      else if (this.closing.signal.aborted)
+        this.log.info(fields, 'offer: confirmation left to the next agent');
+      else this.log.warn(fields, 'offer: confirming; will retry');
       return refused ? 'refused' : 'later';
     }
   }

@@ -68,7 +68,7 @@ export async function createControlWorker(
     },
     async close() {
       for (const watch of watches) watch.stop();
-      sampler?.stop();
+      await sampler?.stop();
       await client.connection.close();
       await nativeConnection.close();
     },

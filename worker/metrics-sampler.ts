@@ -25,7 +25,8 @@ import { nodeStateQuery, type NodeState } from '../workflows/node-messages';
 export interface MetricsSampler {
   /** Samples now (also runs on the timer). */
   sample(): Promise<void>;
-  stop(): void;
+  /** Stops the timer; resolves once a sample in flight has ended (before its client closes). */
+  stop(): Promise<void>;
 }
 
 const OPEN_PHASES = LEASE_PHASES.filter((phase) => phase !== 'Released');
@@ -110,5 +111,11 @@ export function startMetricsSampler(
   const timer = setInterval(() => void sample(), intervalSeconds * 1000);
   timer.unref();
   void sample();
-  return { sample, stop: () => clearInterval(timer) };
+  return {
+    sample,
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
