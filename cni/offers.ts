@@ -15,19 +15,11 @@ import { routesFor } from '../domain/routes';
 import { offerAnswers, OfferRecordSchema, type OfferRecord } from '../domain/offer';
 import { offerEvents, offersHeld } from '../observability/agent-metrics';
 import { errorMessage, silentLog, type Log } from '../observability/log';
-import { durableFiles, readDurable, removeDurably, writeDurably } from '../storage/durable-files';
+import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../storage/durable-files';
 import { consumeUpdate } from '../workflows/lease-messages';
 
 const fileOf = (leaseId: string) => `${encodeURIComponent(leaseId)}.json`;
 
-/** A file's offer, or undefined when it is not one (a damaged file must not stop the agent). */
-function recordOf(text: string | undefined): OfferRecord | undefined {
-  try {
-    return OfferRecordSchema.parse(JSON.parse(text ?? 'null'));
-  } catch {
-    return undefined;
-  }
-}
 /** `pending` settled, or `until`'s reason once it fires first (its listener goes with the signal). */
 async function settledOrAborted(pending: Promise<unknown> | undefined, until?: AbortSignal): Promise<void> {
   if (!pending || !until) return void (await pending);
@@ -68,7 +60,7 @@ export class OfferBook {
   static async open(options: OfferBookOptions): Promise<OfferBook> {
     const book = new OfferBook(options);
     for (const name of await durableFiles(options.dir, '.json')) {
-      const offer = recordOf(await readDurable(options.dir, name));
+      const offer = await readDurableAs(options.dir, name, OfferRecordSchema); // damaged: undefined
       if (offer?.answered) {
         book.records.set(offer.leaseId, offer);
         book.confirm(offer);

@@ -39,5 +39,18 @@ export async function durableFiles(dir: string, suffix: string): Promise<string[
 }
 
 /** A file's text, or undefined when it cannot be read. */
-export const readDurable = (dir: string, name: string): Promise<string | undefined> =>
+const readDurable = (dir: string, name: string): Promise<string | undefined> =>
   readFile(join(dir, name), 'utf8').catch(() => undefined);
+
+/** A file's JSON as `schema` reads it, or undefined when it cannot be read or is not that (damaged). */
+export async function readDurableAs<T>(
+  dir: string,
+  name: string,
+  schema: { parse(value: unknown): T },
+): Promise<T | undefined> {
+  try {
+    return schema.parse(JSON.parse((await readDurable(dir, name)) ?? 'null'));
+  } catch {
+    return undefined;
+  }
+}

@@ -3,7 +3,7 @@
 // applied in order.
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { durableFiles, readDurable, removeDurably, writeDurably } from '../storage/durable-files';
+import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../storage/durable-files';
 
 export const QueuedCallSchema = z.object({ env: z.record(z.string(), z.string()), stdin: z.string() });
 export type QueuedCall = z.infer<typeof QueuedCallSchema>;
@@ -25,14 +25,6 @@ export interface Drained {
   stuck: Array<{ name: string; error: string }>;
 }
 
-function parsed(text: string | undefined): QueuedCall | undefined {
-  try {
-    return QueuedCallSchema.parse(JSON.parse(text ?? 'null'));
-  } catch {
-    return undefined;
-  }
-}
-
 /** Applies the queue in order; a DEL that must wait stops the run (later ones wait behind it). */
 export async function drainDeletes(
   dir: string,
@@ -41,7 +33,7 @@ export async function drainDeletes(
   const names = await durableFiles(dir, '.json');
   const drained: Drained = { applied: 0, kept: 0, dropped: [], stuck: [] };
   for (const [index, name] of names.entries()) {
-    const call = parsed(await readDurable(dir, name));
+    const call = await readDurableAs(dir, name, QueuedCallSchema);
     if (!call)
       drained.dropped.push(name); // unreadable: it can never be applied
     else if ((await apply(call)) === 'later') {

@@ -15,6 +15,23 @@ export interface ShimCall {
   env?: Record<string, string | undefined>;
 }
 
+/** A bound pod, as a runtime names it in CNI_ARGS. */
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** The runtime's call for the pod's eth0 in its sandbox `ctr-<uid>`. */
+export const podCall = (command: string, pod: PodRef, stdin: unknown): ShimCall => ({
+  command,
+  containerId: `ctr-${pod.uid}`,
+  netns: `/var/run/netns/${pod.uid}`,
+  ifName: 'eth0',
+  args: { K8S_POD_NAMESPACE: pod.namespace, K8S_POD_NAME: pod.name, K8S_POD_UID: pod.uid },
+  stdin,
+});
+
 export interface ShimOutcome extends Finished {
   json?: Record<string, unknown>;
 }

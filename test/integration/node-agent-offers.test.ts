@@ -14,7 +14,7 @@ import { startNodeAgentProcess, type AgentCniPaths, type NodeAgentProcess } from
 import { offersOnDisk } from '../harness/offers';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
-import { runShim } from '../harness/shim';
+import { podCall, runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { waitFor } from '../../tools/processes';
@@ -67,18 +67,17 @@ test("a bound pod's first ADD is answered by the agent process from its offer an
   const produced = await scenario.leaseState(uid);
   expect(await offersLeft(1)).toBe(1); // written once the offer update has returned
 
-  const outcome = await runShim({
-    command: 'ADD',
-    containerId: `ctr-${uid}`,
-    netns: `/var/run/netns/${uid}`,
-    ifName: 'eth0',
-    args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: 'early', K8S_POD_UID: uid },
-    stdin: {
-      ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node }),
-      agentSocket: paths.cniSocket,
-      deleteQueue: paths.deleteQueue,
-    },
-  });
+  const outcome = await runShim(
+    podCall(
+      'ADD',
+      { namespace: scenario.cluster.namespace, name: 'early', uid },
+      {
+        ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node }),
+        agentSocket: paths.cniSocket,
+        deleteQueue: paths.deleteQueue,
+      },
+    ),
+  );
   expect(outcome.exitCode).toBe(0);
   const ips = (outcome.json?.ips as Array<{ address: string }>).map((ip) => ip.address.split('/')[0]);
   expect(ips).toEqual(produced.addresses.map((a) => a.address));

@@ -26,7 +26,7 @@ import { netconf } from '../harness/netconf';
 import { offersOnDisk, openTestOffers, preProduceOn } from '../harness/offers';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
-import { runShim } from '../harness/shim';
+import { podCall, runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 
 const node = uniqueName('node');
@@ -75,16 +75,15 @@ afterAll(async () => {
   await scenario?.close();
 });
 
-/** The runtime's call for the pod's sandbox `ctr-<uid>`. */
-const cni = (command: 'ADD' | 'DEL', name: string, uid: string, onNode = node) =>
-  runShim({
-    command,
-    containerId: `ctr-${uid}`,
-    netns: `/var/run/netns/${uid}`,
-    ifName: 'eth0',
-    args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: name, K8S_POD_UID: uid },
-    stdin: netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: onNode }),
-  });
+/** The runtime's call for the pod's sandbox `ctr-<uid>`; `settings` added to the network config. */
+const cni = (command: 'ADD' | 'DEL', name: string, uid: string, onNode = node, settings = {}) =>
+  runShim(
+    podCall(
+      command,
+      { namespace: scenario.cluster.namespace, name, uid },
+      { ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: onNode }), ...settings },
+    ),
+  );
 const ips = (json: Record<string, unknown> | undefined) =>
   ((json?.ips ?? []) as Array<{ address: string }>).map((ip) => ip.address.split('/')[0]);
 const historyOf = (uid: string) =>
@@ -192,14 +191,7 @@ test('a DEL of an answer not yet confirmed is queued within its deadline and app
 
   // The DEL waits for the confirmation, which cannot reach Temporal: within the call's budget it
   // is queued and succeeds instead of hanging (the runtime would time out the shim).
-  const queuedDel = await runShim({
-    command: 'DEL',
-    containerId: `ctr-${uid}`,
-    netns: `/var/run/netns/${uid}`,
-    ifName: 'eth0',
-    args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: 'del-waits', K8S_POD_UID: uid },
-    stdin: { ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: handNode }), timeoutSeconds: 2 },
-  });
+  const queuedDel = await cni('DEL', 'del-waits', uid, handNode, { timeoutSeconds: 2 });
   expect(queuedDel.exitCode).toBe(0);
   expect((await durableFiles(queue, '.json')).length).toBe(queuedBefore.length + 1);
   expect((await scenario.leaseState(uid)).phase).toBe('Produced'); // nothing reached the lease
