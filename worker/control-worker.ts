@@ -21,6 +21,8 @@ export interface ControlWorker {
   reader?: ClusterReader;
   /** Runs the worker; watchers and the schedule start with it. */
   run(): Promise<void>;
+  /** Stops the watchers and the metrics sampler (the worker drains on its own). */
+  quiesce(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,10 @@ export async function createControlWorker(
   let sampler: MetricsSampler | undefined;
   const reportFor = (resource: string) => (err: unknown) =>
     log.warn({ watch: resource, error: errorMessage(err) }, 'watch error; reopening');
+  const quiesce = async () => {
+    for (const watch of watches) watch.stop();
+    await sampler?.stop();
+  };
   return {
     worker,
     client,
@@ -66,9 +72,9 @@ export async function createControlWorker(
         sampler = startMetricsSampler(client, taskQueue, config.metrics.sampleIntervalSeconds, log);
       await running;
     },
+    quiesce,
     async close() {
-      for (const watch of watches) watch.stop();
-      await sampler?.stop();
+      await quiesce();
       await client.connection.close();
       await nativeConnection.close();
     },

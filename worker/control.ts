@@ -23,6 +23,9 @@ async function main(): Promise<void> {
     { taskQueue: config.temporal.taskQueue, temporal: config.temporal.address },
     'control worker started',
   );
+  // On SIGINT/SIGTERM the SDK drains the worker; the watchers and the sampler stop at once (a
+  // sample while it drains would query workflows no worker answers any more).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void control.quiesce());
   await control.run();
   await control.close();
   await metrics?.close();

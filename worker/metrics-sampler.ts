@@ -74,6 +74,7 @@ export function startMetricsSampler(
   const grouped = { works: true };
   const base = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
   let running: Promise<void> | undefined;
+  let stopped = false;
   const once = async () => {
     const started = Date.now();
     try {
@@ -101,6 +102,7 @@ export function startMetricsSampler(
       }
       lastSample.set(now / 1000);
     } catch (err) {
+      if (stopped) return; // cut by the process stopping (its workflows no longer answer queries)
       sampleErrors.inc();
       log.warn({ error: errorMessage(err) }, 'metrics sample failed');
     } finally {
@@ -114,6 +116,7 @@ export function startMetricsSampler(
   return {
     sample,
     async stop() {
+      stopped = true;
       clearInterval(timer);
       await running;
     },
