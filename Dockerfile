@@ -31,5 +31,5 @@ ENV NODE_ENV=production
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# Where install-cni takes it from by default (tools/install-cni.ts).
+# Where install-cni takes it from by default (worker/agent/install-cni.ts).
 COPY --from=shim /out/netlease ./dist/bin/netlease

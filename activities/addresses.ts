@@ -41,16 +41,16 @@ export interface Produced {
 
 export function addressActivities({ client, config, reader }: ControlDeps) {
   /**
-   * The node's UID by a quorum read; '' without a cluster. No Node of that name is a mistake in
-   * the request (a typo in the CNI config's nodeName), never something to wait for: the kubelet
-   * registers its Node before it runs a pod.
+   * The node's UID by a quorum read; '' without a cluster. No Node of that name fails this lease
+   * run: the ADD gets "try again later" (a same-name replacement: the kubelet registers the Node
+   * again, and its retry starts a new run), and the message names nodeName for a typo.
    */
   const currentIncarnation = async (nodeName: string): Promise<string> => {
     if (!reader) return '';
     const uid = await reader.nodeUid(nodeName);
     if (uid === undefined)
       throw ApplicationFailure.nonRetryable(
-        `nodeName: node "${nodeName}" does not exist in the cluster`,
+        `nodeName: node "${nodeName}" does not exist in the cluster now (being replaced under the same name, or a wrong nodeName)`,
         FailureType.nodeUnknown,
       );
     return uid;

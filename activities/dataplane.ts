@@ -1,8 +1,8 @@
 // The node agent's activities: activate and deactivate one attachment in ptp mode; end an offer.
 import { ApplicationFailure } from '@temporalio/common';
 import { DataplaneFailure, type AttachmentInput, type DataplaneActivities } from '../domain/dataplane';
-import { isInterfaceName, type ActivatedLinks, type ConsumeRequest } from '../domain/lease';
-import type { OfferRevocation } from '../domain/offer';
+import { isInterfaceName, type ActivatedLinks } from '../domain/lease';
+import type { OfferAnswer, OfferRevocation } from '../domain/offer';
 import { configureHostEnd, configurePodEnd } from '../kernel/addressing';
 import { pauseAfter } from '../kernel/failpoint';
 import { forwardingKeeper } from '../kernel/forwarding';
@@ -14,8 +14,11 @@ import { ensureVethPair, removeVethPair } from '../kernel/veth';
 export interface NodeAgentDeps {
   /** The host side's network namespace; undefined: the agent's own. */
   hostNetns: Netns;
-  /** The agent's offers (cni/offers); an agent that pre-produces nothing has none. */
-  offers?: { revoke(leaseId: string, run: string): Promise<ConsumeRequest | undefined> };
+}
+
+/** What ends an offer on the node: the agent's offer book (worker/agent/offers). */
+export interface OfferKeeper {
+  revoke(leaseId: string, run: string): Promise<OfferAnswer | undefined>;
 }
 
 function validate(input: AttachmentInput): void {
@@ -40,7 +43,9 @@ async function both(a: Promise<void>, b: Promise<void>): Promise<void> {
   if (failed) throw failed.reason;
 }
 
-export function createDataplaneActivities({ hostNetns, offers }: NodeAgentDeps): DataplaneActivities {
+export function createDataplaneActivities({
+  hostNetns,
+}: NodeAgentDeps): Omit<DataplaneActivities, 'revokeOffer'> {
   const ensureForwarding = forwardingKeeper(hostNetns);
   return {
     async activateAttachment(input: AttachmentInput): Promise<ActivatedLinks> {
@@ -68,8 +73,13 @@ export function createDataplaneActivities({ hostNetns, offers }: NodeAgentDeps):
       const podNetns = netns.startsWith('/') && (await netnsExists(netns));
       await removeVethPair(hostNetns, netns, ifName, names, podNetns);
     },
+  };
+}
 
-    async revokeOffer({ leaseId, run }: OfferRevocation): Promise<ConsumeRequest | null> {
+/** revokeOffer: the lease ends the agent's offer; an agent that pre-produces nothing holds none. */
+export function offerActivities(offers: OfferKeeper | undefined): Pick<DataplaneActivities, 'revokeOffer'> {
+  return {
+    async revokeOffer({ leaseId, run }: OfferRevocation): Promise<OfferAnswer | null> {
       return (await offers?.revoke(leaseId, run)) ?? null;
     },
   };

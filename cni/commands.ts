@@ -2,10 +2,13 @@
 // compares the lease (and in ptp mode the real interface) with what the runtime holds, GC drops
 // attachments the runtime no longer lists, VERSION and STATUS report on the plugin.
 import type { Client } from '@temporalio/client';
+import type { TemporalConnection } from '../domain/config';
 import { attachmentDifferences } from '../kernel/attachment-check';
 import { leaseWorkflowId } from '../domain/ids';
-import type { Attachment, LeaseState } from '../domain/lease';
+import { termsOf, type Attachment, type LeaseStart, type LeaseState, type Sandbox } from '../domain/lease';
+import type { OfferRecord } from '../domain/offer';
 import { routesFor } from '../domain/routes';
+import { poolIsServed } from '../temporal/pools';
 import { consumeLease } from './consume';
 import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { CniEnv } from './env';
@@ -14,35 +17,56 @@ import { collectGarbage } from './gc';
 import { leaseStart, nodeNameOf, podUid } from './identity';
 import { SUPPORTED_VERSIONS, validAttachments, type NetConf } from './netconf';
 import { buildResult, convertResult } from './result';
-import type { OfferBook } from './offers';
 import { liveNodeAgents } from './status';
-import { withTemporal } from './temporal';
+import { withTemporal, type ClientSource } from './temporal';
 
 type Output = Record<string, unknown> | undefined;
 
-function run<T>(conf: NetConf, fn: (client: Client, expired: AbortSignal) => Promise<T>): Promise<T> {
-  return withTemporal(conf.settings.temporal, conf.settings.timeoutSeconds, fn);
+/** The node agent's offers as a CNI call uses them (worker/agent/offers keeps them). */
+export interface OfferAnswers {
+  /** The offer that answers this ADD, on disk as answered; undefined: ask the lease. */
+  take(
+    start: LeaseStart,
+    sandbox: Sandbox,
+    temporal: Pick<TemporalConnection, 'address' | 'namespace'>,
+  ): Promise<OfferRecord | undefined>;
+  /** An answer from this lease's offer has reached the lease (or `until` fired). */
+  settled(leaseId: string, until?: AbortSignal): Promise<void>;
+  allSettled(until?: AbortSignal): Promise<void>;
 }
 
-/** What a call may use besides Temporal: the node agent's offers (none outside a node agent). */
+/** What a call uses: the agent's Temporal clients, and its offers where it pre-produces. */
 export interface CniContext {
-  offers?: OfferBook;
+  clients: ClientSource;
+  offers?: OfferAnswers;
 }
 
-export async function add(env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
+function run<T>(
+  context: CniContext,
+  conf: NetConf,
+  fn: (client: Client, expired: AbortSignal) => Promise<T>,
+): Promise<T> {
+  return withTemporal(context.clients, conf.settings.temporal, conf.settings.timeoutSeconds, fn);
+}
+
+export async function add(env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
   const start = leaseStart(env, conf);
   const routes = conf.settings.routes;
-  const request = {
+  const sandbox: Sandbox = {
     containerId: env.containerId,
     netns: env.netns,
     ifName: env.ifName,
     ...(routes ? { routes } : {}),
   };
   // A pre-produced lease's first ADD is answered from the agent's offer; it confirms it right after.
-  const offered = await offers?.take(start, request, conf.settings.temporal);
+  const offered = await context.offers?.take(start, sandbox, conf.settings.temporal);
   const grant = offered
     ? { addresses: offered.addresses, links: offered.answered?.links }
-    : await run(conf, (client) => consumeLease(client, conf.settings.temporal.taskQueue, start, request));
+    : await run(context, conf, async (client) => {
+        await refuseUnservedPool(client, conf.settings.pool);
+        const request = { ...sandbox, terms: termsOf(start) };
+        return consumeLease(client, conf.settings.temporal.taskQueue, start, request);
+      });
   const result = buildResult(
     conf.cniVersion,
     grant.addresses,
@@ -52,15 +76,25 @@ export async function add(env: CniEnv, conf: NetConf, { offers }: CniContext = {
   return convertResult(result, conf.cniVersion);
 }
 
+/** A pool the control plane does not serve is a mistake in the request: no lease is started. */
+async function refuseUnservedPool(client: Client, pool: string): Promise<void> {
+  if (await poolIsServed(client, pool)) return;
+  throw new CniError(
+    CniCode.invalidNetworkConfig,
+    `pool: unknown pool "${pool}"`,
+    `no open pool/${pool} workflow: the control worker's config has no such pool`,
+  );
+}
+
 /** The lease of this call's pod interface. Not its node: a DEL must not fail on the node's name. */
 const leaseIdOf = (env: CniEnv): string => leaseWorkflowId(podUid(env), env.ifName);
 
-export async function del(env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
+export async function del(env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
   const workflowId = leaseIdOf(env);
   // An ADD answered from the offer reaches the lease first; waiting for that is part of the call's
   // budget (Temporal away: the DEL is queued, not left hanging).
-  await run(conf, async (client, expired) => {
-    await offers?.settled(workflowId, expired);
+  await run(context, conf, async (client, expired) => {
+    await context.offers?.settled(workflowId, expired);
     await deactivateAttachment(client, workflowId, env.containerId, env.ifName);
   });
   return undefined;
@@ -69,11 +103,11 @@ export async function del(env: CniEnv, conf: NetConf, { offers }: CniContext = {
 async function leaseAttachment(
   env: CniEnv,
   conf: NetConf,
-  { offers }: CniContext,
+  context: CniContext,
 ): Promise<{ state: LeaseState; attachment: Attachment }> {
   const workflowId = leaseIdOf(env);
-  const state = await run(conf, async (client, expired) => {
-    await offers?.settled(workflowId, expired);
+  const state = await run(context, conf, async (client, expired) => {
+    await context.offers?.settled(workflowId, expired);
     return leaseStateOf(client, workflowId);
   });
   const attachment = state?.attachments.find(
@@ -85,7 +119,7 @@ async function leaseAttachment(
   return { state, attachment };
 }
 
-export async function check(env: CniEnv, conf: NetConf, context: CniContext = {}): Promise<Output> {
+export async function check(env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
   if (conf.cniVersion.startsWith('0.3.')) {
     throw new CniError(CniCode.incompatibleVersion, `CHECK is not defined for CNI ${conf.cniVersion}`);
   }
@@ -119,10 +153,10 @@ function prevResultAddresses(prevResult: unknown): string[] {
   return ips.map((ip) => ip.address).filter((a): a is string => typeof a === 'string');
 }
 
-export async function gc(_env: CniEnv, conf: NetConf, { offers }: CniContext = {}): Promise<Output> {
+export async function gc(_env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
   const valid = validAttachments(conf.raw);
-  await run(conf, async (client, expired) => {
-    await offers?.allSettled(expired); // answered sandboxes are in their leases before any is judged
+  await run(context, conf, async (client, expired) => {
+    await context.offers?.allSettled(expired); // answered sandboxes are in their leases before any is judged
     await collectGarbage(client, conf, nodeNameOf(conf), valid);
   });
   return undefined;
@@ -132,9 +166,9 @@ export function version(requested: string): Output {
   return { cniVersion: requested, supportedVersions: [...SUPPORTED_VERSIONS] };
 }
 
-export async function status(_env: CniEnv, conf: NetConf): Promise<Output> {
+export async function status(_env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
   const { namespace } = conf.settings.temporal;
-  const agents = await run(conf, async (client) => {
+  const agents = await run(context, conf, async (client) => {
     await client.workflowService.getSystemInfo({});
     return conf.delegated || conf.settings.mode !== 'ptp'
       ? undefined
@@ -151,7 +185,7 @@ export async function status(_env: CniEnv, conf: NetConf): Promise<Output> {
     throw new CniError(
       CniCode.pluginNotAvailable,
       `netlease is not available: no node agent polls ${nodeNameOf(conf)}'s task queue`,
-      'start the node agent (worker/node-agent) on this node',
+      'start the node agent (worker/agent/node-agent) on this node',
     );
   }
   return undefined;

@@ -34,7 +34,7 @@ async function dispatch(
     case 'CHECK':
       return commands.check(env, conf, context);
     case 'STATUS':
-      return commands.status(env, conf);
+      return commands.status(env, conf, context);
     case 'GC':
       return commands.gc(env, conf, context);
   }
@@ -43,7 +43,7 @@ async function dispatch(
 /** Never throws: every failure is a CNI error on stdout with exit code 1. */
 export async function handleCniCall(
   { env, stdin }: CniCall,
-  context: commands.CniContext = {},
+  context: commands.CniContext,
 ): Promise<CniAnswer> {
   let version = '1.1.0';
   try {

@@ -1,45 +1,22 @@
-// Temporal for CNI calls in the node agent: settings from the network config (connected by
-// temporal/connection, as every process is), a deadline on every call, and failures translated
-// into CNI error codes.
+// Temporal for CNI calls: settings from the network config, a client from the caller (the node
+// agent's, worker/agent/temporal-clients), a deadline on every call, and failures translated into
+// CNI error codes.
 import { ApplicationFailure } from '@temporalio/common';
 import { isGrpcServiceError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
 import { FailureType } from '../domain/lease';
-import { connectClient, TlsFileError } from '../temporal/connection';
+import { TlsFileError } from '../temporal/connection';
 import { CniCode, CniError } from './errors';
 
-/**
- * One long-lived client per Temporal settings in this process (the node agent): a CNI call costs
- * a round trip on a warm connection, not a connect. A failed connect is forgotten, so the next
- * call tries again.
- */
-const clients = new Map<string, Promise<Client>>();
-
-function clientFor(settings: TemporalConnection, connectTimeoutMs: number): Promise<Client> {
-  const key = JSON.stringify([settings.address, settings.namespace, settings.tls ?? null]);
-  let client = clients.get(key);
-  if (!client) {
-    client = connectClient(settings, { connectTimeoutMs });
-    clients.set(key, client);
-    client.catch(() => clients.delete(key));
-  }
-  return client;
-}
-
-/** The same client for the agent's own work (pre-produce, offers): one connection, not two. */
-export const sharedClient = (settings: TemporalConnection): Promise<Client> => clientFor(settings, 30_000);
-
-export async function closeTemporalClients(): Promise<void> {
-  const open = [...clients.values()];
-  clients.clear();
-  for (const client of open) await (await client.catch(() => undefined))?.connection.close();
-}
+/** Where a CNI call gets its Temporal client: the node agent's long-lived ones. */
+export type ClientSource = (settings: TemporalConnection, connectTimeoutMs: number) => Promise<Client>;
 
 /**
  * Runs `fn` under the call's deadline. Unreachable or slow Temporal → code 11. `expired` fires at
  * the deadline, for what `fn` waits on besides Temporal (an offer's confirmation).
  */
 export async function withTemporal<T>(
+  clientFor: ClientSource,
   settings: TemporalConnection,
   timeoutSeconds: number,
   fn: (client: Client, expired: AbortSignal) => Promise<T>,
@@ -84,7 +61,9 @@ async function withinDeadline<T>(deadline: number, work: (expired: AbortSignal) 
 
 const FAILURE_CODES: Record<string, number> = {
   [FailureType.invalidConfig]: CniCode.invalidNetworkConfig,
-  [FailureType.nodeUnknown]: CniCode.invalidNetworkConfig,
+  [FailureType.termsMismatch]: CniCode.invalidNetworkConfig,
+  // No Node of that name: during a same-name replacement the kubelet's retry succeeds.
+  [FailureType.nodeUnknown]: CniCode.tryAgainLater,
   [FailureType.unsupported]: CniCode.unsupportedField,
   [FailureType.exhausted]: CniCode.poolExhausted,
   [FailureType.conflict]: CniCode.addressConflict,

@@ -1,8 +1,8 @@
 // The seam between lease workflows and the node agent: what activation and deactivation get.
 import type { AddressGrant } from './allocation';
 import type { ActivationPolicy } from './config';
-import type { ActivatedLinks, Attachment, ConsumeRequest, LeaseStart } from './lease';
-import type { OfferRevocation } from './offer';
+import type { ActivatedLinks, Attachment, LeaseStart } from './lease';
+import type { OfferAnswer, OfferRevocation } from './offer';
 import type { Route } from './routes';
 
 export const nodeTaskQueue = (nodeName: string): string => `netlease-node-${nodeName}`;
@@ -20,7 +20,7 @@ export interface DataplaneActivities {
   activateAttachment(input: AttachmentInput): Promise<ActivatedLinks>;
   deactivateAttachment(input: AttachmentInput): Promise<void>;
   /** Ends the agent's offer of a pre-produced lease; the ADD answered from it, if any. */
-  revokeOffer(revocation: OfferRevocation): Promise<ConsumeRequest | null>;
+  revokeOffer(revocation: OfferRevocation): Promise<OfferAnswer | null>;
 }
 
 /** Failure types of the node agent; all but invalid input are retried inside the budget. */

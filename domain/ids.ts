@@ -25,6 +25,8 @@ export const acquireBlockUpdateId = (
   family: number,
   seq: number,
 ): string => `acquire/${node}/${incarnation}/${family}/${seq}`;
+/** The node agent's `offer` of a lease: unique per call (the lease answers every one the same). */
+export const offerUpdateId = (unique: string): string => `offer/${unique}`;
 /** The node agent's confirmation of an ADD it answered from its offer: one per sandbox and run. */
-export const offerUpdateId = (containerId: string, ifName: string, run: string): string =>
-  `offer/${containerId}/${ifName}/${run}`;
+export const confirmAnswerUpdateId = (containerId: string, ifName: string, run: string): string =>
+  `confirm-answer/${containerId}/${ifName}/${run}`;

@@ -70,18 +70,58 @@ export type LinkInfo = z.infer<typeof LinkInfoSchema>;
 export const ActivatedLinksSchema = z.object({ host: LinkInfoSchema, container: LinkInfoSchema });
 export type ActivatedLinks = z.infer<typeof ActivatedLinksSchema>;
 
-/** A CNI ADD: the runtime claims the lease for one sandbox (attachment). */
-export const ConsumeSchema = z.object({
+/**
+ * What an ADD asks of the lease besides the pod interface: the node, pool, mode and network its
+ * answer depends on. An ADD is served only by a lease of the same terms (domain/offer too).
+ */
+export const LeaseTermsSchema = LeaseStartSchema.pick({
+  nodeName: true,
+  pool: true,
+  mode: true,
+  network: true,
+});
+export type LeaseTerms = z.infer<typeof LeaseTermsSchema>;
+
+export const termsOf = ({ nodeName, pool, mode, network }: LeaseStart): LeaseTerms => ({
+  nodeName,
+  pool,
+  mode,
+  network,
+});
+
+const termsText = (terms: LeaseTerms, withNode: boolean): string =>
+  `network ${terms.network ?? '(none)'} (${terms.mode}, pool ${terms.pool}${withNode ? `, node ${terms.nodeName}` : ''})`;
+
+/**
+ * Why an ADD of these terms cannot be answered by this lease, naming both sides; undefined when
+ * they agree. The answer would be another network's (seed 003: "ready" with no interface made).
+ */
+export function termsMismatch(start: LeaseStart, terms: LeaseTerms): string | undefined {
+  const lease = termsOf(start);
+  const differs = (Object.keys(lease) as Array<keyof LeaseTerms>).some(
+    (key) => (lease[key] ?? '') !== (terms[key] ?? ''),
+  );
+  if (!differs) return undefined;
+  const withNode = lease.nodeName !== terms.nodeName;
+  const pod = start.podName ? `pod ${start.podNamespace}/${start.podName}` : `pod UID ${start.podUid}`;
+  return (
+    `${pod}'s ${start.ifName} lease was produced for ${termsText(lease, withNode)}; ` +
+    `this ADD is for ${termsText(terms, withNode)}`
+  );
+}
+
+/** The sandbox of an ADD: what the lease keeps as its attachment. */
+export const SandboxSchema = z.object({
   containerId: z.string().min(1).max(256),
   netns: z.string().max(4095),
   ifName,
   /** Routes from the network config; omitted: a default route per family via the gateway. */
   routes: z.array(RouteSchema).max(256).optional(),
-  /** The node agent answered this ADD from its offer already; it confirms it (the offer is spent). */
-  fromOffer: z.boolean().optional(),
-  /** What the agent's own activation made for an answer from its offer (ptp mode). */
-  links: ActivatedLinksSchema.optional(),
 });
+export type Sandbox = z.infer<typeof SandboxSchema>;
+
+/** A CNI ADD: the runtime claims the lease for one sandbox (attachment), on the ADD's terms. */
+export const ConsumeSchema = SandboxSchema.extend({ terms: LeaseTermsSchema });
 export type ConsumeRequest = z.infer<typeof ConsumeSchema>;
 
 /** A CNI DEL: the sandbox goes away; the address stays with the pod. */
@@ -137,8 +177,10 @@ export const FailureType = {
   released: 'LeaseReleased',
   activationFailed: 'ActivationFailed',
   conflict: 'AddressConflict',
-  /** The CNI config's nodeName names no Node of the cluster. */
+  /** No Node of that name now: a same-name replacement in progress, or a typo (the ADD says which). */
   nodeUnknown: 'NodeUnknown',
+  /** The ADD's network, mode, pool or node is not the lease's (termsMismatch). */
+  termsMismatch: 'TermsMismatch',
   /** Transient: the node workflow is about to continue-as-new; the caller sends the request again. */
   nodeContinuing: 'NodeContinuing',
 } as const;

@@ -1,11 +1,24 @@
-// An offer: the grant of a pre-produced lease, held on the node agent's disk so the pod's first
-// ADD is answered without a Temporal round trip (AWS's ipamd answers from its checkpointed warm
-// pool the same way). The workflow stays the source of truth: the `offer` update tells it the
-// offer is held, the agent confirms every answer with the usual consume update, and before the
-// lease returns its addresses it revokes the offer on the node, which hands back any answer not
-// yet confirmed. One process holds the offers, so an answer and a revocation are never both won.
+// The offer protocol: the grant of a pre-produced lease, held on the node agent's disk so the
+// pod's first ADD is answered without a Temporal round trip (AWS's ipamd answers from its
+// checkpointed warm pool the same way). The workflow stays the source of truth:
+//   offer         (agent → lease, update `offer`): the agent holds the grant; the lease answers with
+//                 its own terms and addresses (an `Offer`), once they are reserved;
+//   answer        (agent, on disk): an ADD of the lease's terms gets the grant; in ptp mode the
+//                 agent makes the interface first;
+//   confirmAnswer (agent → lease, update `confirmAnswer`): the answered sandbox becomes the lease's
+//                 attachment, active; the offer is spent;
+//   revokeOffer   (lease → agent, activity): before the addresses go back, the offer ends on the
+//                 node and hands back an answer not yet confirmed.
+// One process holds the offers, so an answer and a revocation are never both won.
 import { z } from 'zod';
-import { ConsumeSchema, LeaseStartSchema, type ConsumeRequest, type LeaseStart } from './lease';
+import {
+  ActivatedLinksSchema,
+  LeaseStartSchema,
+  SandboxSchema,
+  termsMismatch,
+  type LeaseStart,
+  type Sandbox,
+} from './lease';
 
 export const OfferGrantSchema = z.object({
   family: z.union([z.literal(4), z.literal(6)]),
@@ -14,41 +27,43 @@ export const OfferGrantSchema = z.object({
   gateway: z.string().max(64).optional(),
 });
 
-export const OfferRecordSchema = z.object({
-  leaseId: z.string().min(1),
-  /** The lease run that knows of the offer: answers are confirmed to it and only it revokes. */
+/** What the `offer` update returns: the lease's run, its own start (terms) and its addresses. */
+export const OfferSchema = z.object({
   run: z.string().min(1),
+  /** The lease's start, not the agent's settings: a lease an ADD started first has its own terms. */
   start: LeaseStartSchema,
   addresses: z.array(OfferGrantSchema).min(1),
-  /** The sandbox an ADD was answered for, until the workflow confirms it. */
-  answered: ConsumeSchema.optional(),
+});
+export type Offer = z.infer<typeof OfferSchema>;
+
+/** An ADD answered from the offer: its sandbox and, in ptp mode, the links the agent made. */
+export const OfferAnswerSchema = SandboxSchema.extend({ links: ActivatedLinksSchema.optional() });
+export type OfferAnswer = z.infer<typeof OfferAnswerSchema>;
+
+/** The agent's record of an offer, one file per lease. */
+export const OfferRecordSchema = OfferSchema.extend({
+  leaseId: z.string().min(1),
+  /** The sandbox an ADD was answered for, until the lease confirms it. */
+  answered: OfferAnswerSchema.optional(),
 });
 export type OfferRecord = z.infer<typeof OfferRecordSchema>;
 
-/** What the `offer` update returns to the agent once the addresses are reserved. */
-export interface OfferAccepted {
-  run: string;
-  addresses: OfferRecord['addresses'];
-}
-
-/** The node agent's side of a revocation: the answer it gave from the offer, if any (null: none). */
+/** The node agent's side of a revocation (the revokeOffer activity's input). */
 export interface OfferRevocation {
   leaseId: string;
   run: string;
 }
 
-const sameStart = (a: LeaseStart, b: LeaseStart): boolean =>
-  JSON.stringify(LeaseStartSchema.parse(a)) === JSON.stringify(LeaseStartSchema.parse(b));
-
 /**
- * Whether an ADD may be answered from the offer: the same lease start (pod, interface, node, pool,
- * network, mode) and no other sandbox answered yet. The same sandbox again gets the same answer
- * once it is whole (in ptp mode: its interface made).
+ * Whether an ADD may be answered from the offer: the lease's own terms (network, mode, pool, node)
+ * and no other sandbox answered yet. The same sandbox again gets the same answer once it is whole
+ * (in ptp mode: its interface made).
  */
-export function offerAnswers(offer: OfferRecord, start: LeaseStart, request: ConsumeRequest): boolean {
-  if (!sameStart(offer.start, start)) return false;
+export function offerAnswers(offer: OfferRecord, start: LeaseStart, sandbox: Sandbox): boolean {
+  if (offer.start.podUid !== start.podUid || offer.start.ifName !== start.ifName) return false;
+  if (termsMismatch(offer.start, start) !== undefined) return false;
   const answered = offer.answered;
   if (!answered) return true;
-  const sameSandbox = answered.containerId === request.containerId && answered.ifName === request.ifName;
+  const sameSandbox = answered.containerId === sandbox.containerId && answered.ifName === sandbox.ifName;
   return sameSandbox && (offer.start.mode === 'ipam' || answered.links !== undefined);
 }

@@ -57,7 +57,7 @@ if [ -n "$missing" ]; then
 fi
 
 stamp=dist/.built
-if [ ! -f "$stamp" ] || [ -n "$(find domain workflows activities kernel kubernetes temporal worker cni observability cli tools test package-lock.json tsconfig.json -newer "$stamp" -type f -print -quit)" ]; then
+if [ ! -f "$stamp" ] || [ -n "$(find domain workflows activities kernel kubernetes temporal worker cni observability storage cli tools test package-lock.json tsconfig.json -newer "$stamp" -type f -print -quit)" ]; then
   say "compiling TypeScript and bundling workflows"
   rm -rf dist # a clean build: output of a removed or renamed source must not linger
   npx tsc -p tsconfig.json

@@ -2,11 +2,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { WORKFLOW_BUNDLE_PATH } from '../worker/bundle';
+import { WORKFLOW_BUNDLE_PATH } from '../worker/control/bundle';
 
 /** The compiled modules that share one zod between the workflows of a V8 context (see there). */
-const SHARED_ZOD = join(__dirname, '..', 'worker', 'sandbox', 'shared-zod.js');
-const ZOD_STAND_IN = join(__dirname, '..', 'worker', 'sandbox', 'zod.js');
+const SHARED_ZOD = join(__dirname, '..', 'worker', 'control', 'sandbox', 'shared-zod.js');
+const ZOD_STAND_IN = join(__dirname, '..', 'worker', 'control', 'sandbox', 'zod.js');
 
 async function main(): Promise<void> {
   const { code } = await bundleWorkflowCode({

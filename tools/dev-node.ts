@@ -57,7 +57,7 @@ export async function startDevNode(
   console.log('netlease: starting the node agent');
   const args = [
     ...NODE_AGENT_NODE_FLAGS,
-    join(root, 'dist', 'worker', 'node-agent.js'),
+    join(root, 'dist', 'worker', 'agent', 'node-agent.js'),
     '--config',
     configPath,
   ];

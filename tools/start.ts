@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   console.log('netlease: starting the control worker');
   const controlArgs = [
     ...CONTROL_WORKER_NODE_FLAGS,
-    join(root, 'dist', 'worker', 'control.js'),
+    join(root, 'dist', 'worker', 'control', 'control.js'),
     '--config',
     effectivePath,
   ];

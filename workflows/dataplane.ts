@@ -11,7 +11,8 @@ import {
   type DataplaneActivities,
 } from '../domain/dataplane';
 import { leaseWorkflowId } from '../domain/ids';
-import type { ActivatedLinks, Attachment, ConsumeRequest, LeaseStart } from '../domain/lease';
+import type { ActivatedLinks, Attachment, LeaseStart } from '../domain/lease';
+import type { OfferAnswer } from '../domain/offer';
 import { routesFor } from '../domain/routes';
 
 /** An activity's summary in the UI: one line, bounded (a netns path can be 4 KiB). */
@@ -88,7 +89,7 @@ export async function revokeOfferOnNode(
   start: LeaseStart,
   leaseId: string,
   run: string,
-): Promise<ConsumeRequest | null> {
+): Promise<OfferAnswer | null> {
   const { revokeOffer } = cleanUpOn(start.nodeName);
   return revokeOffer.executeWithOptions(
     { summary: summary(`revoke: end the node agent's offer of the reservation`) },

@@ -1,7 +1,7 @@
 // Messages of the lease workflow, in a module of their own so other workflows and clients can
 // use them without importing the workflow.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { OfferAccepted } from '../domain/offer';
+import type { Offer, OfferAnswer } from '../domain/offer';
 import type {
   ConsumeRequest,
   DeactivateRequest,
@@ -11,8 +11,10 @@ import type {
 } from '../domain/lease';
 
 export const consumeUpdate = defineUpdate<LeaseGrant, [ConsumeRequest]>('consume');
-/** The node agent holds the produced grant on disk to answer the pod's first ADD (domain/offer). */
-export const offerUpdate = defineUpdate<OfferAccepted, []>('offer');
+/** The offer protocol (domain/offer): the node agent holds the grant to answer the first ADD… */
+export const offerUpdate = defineUpdate<Offer, []>('offer');
+/** …and confirms the ADD it answered from it: the sandbox becomes the lease's active attachment. */
+export const confirmAnswerUpdate = defineUpdate<LeaseGrant, [OfferAnswer]>('confirmAnswer');
 export const deactivateUpdate = defineUpdate<boolean, [DeactivateRequest]>('deactivate');
 export const podRunningSignal = defineSignal<[]>('podRunning');
 export const releaseSignal = defineSignal<[ReleaseRequest]>('release');

@@ -21,6 +21,7 @@ import {
   DeactivateSchema,
   FailureType,
   ReleaseSchema,
+  termsMismatch,
   type Attachment,
   type ConsumeRequest,
   type DeactivateRequest,
@@ -29,12 +30,14 @@ import {
   type LeaseStart,
   type LeaseState,
   type ReleaseRequest,
+  type Sandbox,
 } from '../domain/lease';
-import type { OfferAccepted } from '../domain/offer';
+import { OfferAnswerSchema, type Offer, type OfferAnswer } from '../domain/offer';
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
 import { activateOnNode, addressList, deactivateOnNode, revokeOfferOnNode, summary } from './dataplane';
 import { causeOf, describe, toApplicationFailure } from './failures';
 import {
+  confirmAnswerUpdate,
   consumeUpdate,
   deactivateUpdate,
   leaseStateQuery,
@@ -86,10 +89,17 @@ class Lease {
 
   registerHandlers(): void {
     setHandler(consumeUpdate, (request) => this.consume(request), {
-      validator: validated(ConsumeSchema, 'consume'),
+      validator: (request) => {
+        validated(ConsumeSchema, 'consume')(request);
+        this.refuseOtherTerms(request);
+      },
     });
     setHandler(offerUpdate, () => this.offer(), {
       description: 'Sent by the node agent that pre-produced the lease (not for operators).',
+    });
+    setHandler(confirmAnswerUpdate, (answer) => this.confirmAnswer(answer), {
+      validator: validated(OfferAnswerSchema, 'confirmAnswer'),
+      description: 'Sent by the node agent for an ADD it answered from its offer (not for operators).',
     });
     setHandler(deactivateUpdate, (request) => this.deactivateSandbox(request), {
       validator: validated(DeactivateSchema, 'deactivate'),
@@ -146,21 +156,38 @@ class Lease {
     }
   }
 
-  /** offer: the node agent holds the grant on disk to answer the pod's first ADD (domain/offer). */
-  private async offer(): Promise<OfferAccepted> {
-    await condition(() => this.state.addresses.length > 0 || this.isOver());
-    if (this.produceFailure) throw this.produceFailure;
-    if (this.releasing()) throw failure(`lease is ${this.state.phase}`, FailureType.released);
+  /**
+   * offer: the node agent holds the grant on disk to answer the pod's first ADD (domain/offer); it
+   * gets the lease's own start, so it answers only an ADD of the lease's terms.
+   */
+  private async offer(): Promise<Offer> {
+    await this.produced();
     this.offered = true;
-    return { run: workflowInfo().runId, addresses: this.state.addresses };
+    return { run: workflowInfo().runId, start: this.start, addresses: this.state.addresses };
+  }
+
+  /** confirmAnswer: the agent answered an ADD from its offer; its sandbox is an active attachment. */
+  private async confirmAnswer(answer: OfferAnswer): Promise<LeaseGrant> {
+    this.offered = false; // spent
+    await this.produced();
+    const attachment = this.claim(answer);
+    // The agent made the interface (ptp) or there is none to make (ipam): nothing left to run.
+    if (attachment.status === 'pending' && (answer.links || this.start.mode === 'ipam')) {
+      attachment.links = answer.links;
+      this.activated(attachment);
+    }
+    return this.grantFor(attachment);
+  }
+
+  /** An ADD of another network, mode, pool or node: refused before it is admitted (no event). */
+  private refuseOtherTerms(request: ConsumeRequest): void {
+    const mismatch = termsMismatch(this.start, request.terms);
+    if (mismatch) throw failure(mismatch, FailureType.termsMismatch);
   }
 
   /** consume: a CNI ADD claims the lease for one sandbox and waits for its activation. */
   private async consume(request: ConsumeRequest): Promise<LeaseGrant> {
-    if (request.fromOffer) this.offered = false; // the agent's answer, confirmed: its offer is spent
-    await condition(() => this.state.addresses.length > 0 || this.isOver());
-    if (this.produceFailure) throw this.produceFailure;
-    if (this.releasing()) throw failure(`lease is ${this.state.phase}`, FailureType.released);
+    await this.produced();
     const attachment = this.claim(request);
     await condition(
       () => attachment.status === 'active' || attachment.status === 'parked' || this.releasing(),
@@ -174,18 +201,23 @@ class Lease {
     return this.grantFor(attachment);
   }
 
+  /** Until the addresses are reserved; a lease that failed to produce or is released refuses. */
+  private async produced(): Promise<void> {
+    await condition(() => this.state.addresses.length > 0 || this.isOver());
+    if (this.produceFailure) throw this.produceFailure;
+    if (this.releasing()) throw failure(`lease is ${this.state.phase}`, FailureType.released);
+  }
+
   /** The sandbox's attachment; a repeated ADD of a parked one is a retry. */
-  private claim(request: ConsumeRequest): Attachment {
-    const same = this.attachmentOf(request);
+  private claim(sandbox: Sandbox): Attachment {
+    const same = this.attachmentOf(sandbox);
     if (same) {
       if (same.status === 'parked') same.status = 'pending';
       return same;
     }
-    const attachment = attachmentFor(request, 'pending');
+    const attachment = attachmentFor(sandbox, 'pending');
     this.state.attachments.push(attachment);
-    this.enter('Consumed', `claimed by sandbox ${request.containerId.slice(0, 12)}`);
-    // The node agent activated it already (an answer from its offer): nothing left to run.
-    if (request.fromOffer && request.links) this.activated(attachment);
+    this.enter('Consumed', `claimed by sandbox ${sandbox.containerId.slice(0, 12)}`);
     return attachment;
   }
 
@@ -370,8 +402,11 @@ class Lease {
 }
 
 /** The sandbox of an ADD as the lease keeps it. */
-function attachmentFor(request: ConsumeRequest, status: Attachment['status']): Attachment {
-  const { containerId, netns, ifName, routes, links } = request;
+function attachmentFor(
+  sandbox: Sandbox & Partial<Pick<OfferAnswer, 'links'>>,
+  status: Attachment['status'],
+): Attachment {
+  const { containerId, netns, ifName, routes, links } = sandbox;
   return { containerId, netns, ifName, status, ...(routes ? { routes } : {}), ...(links ? { links } : {}) };
 }
 

@@ -135,7 +135,7 @@ async function startPtpAgent(setup: AgentSetup, clients: KubeClients) {
   const agent = await startNodeProcess(
     setup.dir,
     'ptp-agent',
-    [NODE_AGENT_NODE_FLAGS, 'worker/node-agent.js'],
+    [NODE_AGENT_NODE_FLAGS, 'worker/agent/node-agent.js'],
     config,
     ready,
   );
@@ -163,7 +163,7 @@ export async function startStack(
     const control = await startNodeProcess(
       dir,
       'control',
-      [CONTROL_WORKER_NODE_FLAGS, 'worker/control.js'],
+      [CONTROL_WORKER_NODE_FLAGS, 'worker/control/control.js'],
       controlConfig(temporal.address, kube.kubeconfig),
       '"msg":"control worker started"',
     );
@@ -173,7 +173,7 @@ export async function startStack(
     const agent = await startNodeProcess(
       dir,
       'node-agent',
-      [NODE_AGENT_NODE_FLAGS, 'worker/node-agent.js'],
+      [NODE_AGENT_NODE_FLAGS, 'worker/agent/node-agent.js'],
       config,
       '"msg":"CNI API listening"',
     );

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import type { z } from 'zod';
 import { NodeAgentConfigSchema, type TemporalConnection } from '../../domain/config';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
-import { createDataplaneActivities, type NodeAgentDeps } from '../../activities/dataplane';
-import { createNodeAgent } from '../../worker/node-agent-worker';
+import { createDataplaneActivities, offerActivities, type OfferKeeper } from '../../activities/dataplane';
+import { createNodeAgent } from '../../worker/agent/dataplane-worker';
 import { deleteAllNetns, makeNetns, type TestNetns } from './netns';
 import { quietRuntime, temporalAddress } from './temporal';
 
@@ -47,11 +47,12 @@ export async function runNodeAgent(
   nodeName: string,
   hostNetns: string | undefined,
   temporal?: AgentTemporal,
-  offers?: NodeAgentDeps['offers'],
+  offers?: OfferKeeper,
 ): Promise<RunningNodeAgent> {
   quietRuntime();
   const config = agentConfig(nodeName, hostNetns, temporal);
-  const agent = await createNodeAgent(config, createDataplaneActivities({ hostNetns, offers }));
+  const activities = { ...createDataplaneActivities({ hostNetns }), ...offerActivities(offers) };
+  const agent = await createNodeAgent(config, activities);
   const running = agent.worker.run();
   return {
     async stop() {
@@ -68,14 +69,14 @@ function privateCniPaths(): AgentCniPaths {
   return { cniSocket: join(dir, 'cni.sock'), deleteQueue: join(dir, 'del-queue') };
 }
 
-export const NODE_AGENT_ENTRY = join(__dirname, '..', '..', 'worker', 'node-agent.js');
+export const NODE_AGENT_ENTRY = join(__dirname, '..', '..', 'worker', 'agent', 'node-agent.js');
 
 export interface NodeAgentProcess extends Tracked {
   output(): string;
   stop(): Promise<void>;
 }
 
-/** `node dist/worker/node-agent.js --config <file>`, tracked by PID, its output collected. */
+/** `node dist/worker/agent/node-agent.js --config <file>`, tracked by PID, its output collected. */
 export function startNodeAgentProcess(
   nodeName: string,
   hostNetns: string,

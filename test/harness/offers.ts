@@ -4,10 +4,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { OfferBook, type OfferBookOptions } from '../../cni/offers';
+import { OfferBook, type OfferBookOptions } from '../../worker/agent/offers';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { durableFiles } from '../../storage/durable-files';
-import { startPreProducing, type PreProducer } from '../../worker/pre-produce';
+import { startPreProducing, type PreProducer } from '../../worker/agent/pre-produce';
 import type { Scenario } from './scenario';
 import { temporalAddress } from './temporal';
 

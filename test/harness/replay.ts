@@ -1,7 +1,7 @@
 // Replays every workflow a test file ran (found by its task queue) against the current bundle.
 import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { prebuiltBundle } from '../../worker/bundle';
+import { prebuiltBundle } from '../../worker/control/bundle';
 import { quietRuntime, type TestTemporal } from './temporal';
 
 export async function replayTaskQueue(

@@ -5,14 +5,13 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { consumeLease } from '../../cni/consume';
 import type { AddressGrant } from '../../domain/allocation';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
-import type { LeaseState } from '../../domain/lease';
+import { termsOf, type LeaseStart, type LeaseState } from '../../domain/lease';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { reconcileWorkflow } from '../../workflows/reconcile';
 import type { ReconcileSummary } from '../../activities/reconcile';
 import { kubeconfigPath, testCluster, type TestCluster } from './kube';
-import type { CniContext } from '../../cni/commands';
-import type { CniApi } from '../../worker/cni-api';
+import type { CniApi, HeldOffers } from '../../worker/agent/cni-api';
 import {
   connectTest,
   runControlWorker,
@@ -35,7 +34,7 @@ export class Scenario {
   /** The node agent's CNI API for the shim (it outlives control worker restarts). */
   cni?: CniApi;
   /** What the CNI API's calls use besides Temporal (a test may give it offers). */
-  readonly context: CniContext = {};
+  readonly context: HeldOffers = {};
 
   constructor(
     readonly temporal: TestTemporal,
@@ -77,20 +76,21 @@ export class Scenario {
     nodeName: string,
     containerId = `ctr-${randomUUID()}`,
   ): Promise<AddressGrant[]> {
-    const grant = await consumeLease(
-      this.temporal.client,
-      this.temporal.taskQueue,
-      {
-        podUid,
-        podNamespace: this.cluster.namespace,
-        podName,
-        ifName: 'eth0',
-        nodeName,
-        pool: this.temporal.taskQueue,
-        mode: 'ipam',
-      },
-      { containerId, netns: `/var/run/netns/${containerId}`, ifName: 'eth0' },
-    );
+    const start: LeaseStart = {
+      podUid,
+      podNamespace: this.cluster.namespace,
+      podName,
+      ifName: 'eth0',
+      nodeName,
+      pool: this.temporal.taskQueue,
+      mode: 'ipam',
+    };
+    const grant = await consumeLease(this.temporal.client, this.temporal.taskQueue, start, {
+      containerId,
+      netns: `/var/run/netns/${containerId}`,
+      ifName: 'eth0',
+      terms: termsOf(start),
+    });
     return grant.addresses;
   }
 

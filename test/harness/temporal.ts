@@ -6,9 +6,8 @@ import { Client, Connection } from '@temporalio/client';
 import { Runtime, type Worker } from '@temporalio/worker';
 import { NetleaseConfigSchema, type NetleaseConfig } from '../../domain/config';
 import { createLog, sdkLogger } from '../../observability/log';
-import type { CniContext } from '../../cni/commands';
-import { serveCniApi, type CniApi } from '../../worker/cni-api';
-import { createControlWorker } from '../../worker/control-worker';
+import { serveCniApi, type CniApi, type HeldOffers } from '../../worker/agent/cni-api';
+import { createControlWorker } from '../../worker/control/control-worker';
 
 export function temporalAddress(): string {
   const address = process.env.NETLEASE_TEST_TEMPORAL;
@@ -25,8 +24,8 @@ export const cniPaths = (taskQueue: string) => ({
 });
 
 /** The CNI API the static shim talks to, served in this process for the file's task queue. */
-export function serveTestCniApi(taskQueue: string, context: CniContext = {}): Promise<CniApi> {
-  return serveCniApi({ ...cniPaths(taskQueue), context });
+export function serveTestCniApi(taskQueue: string, held: HeldOffers = {}): Promise<CniApi> {
+  return serveCniApi({ ...cniPaths(taskQueue), held });
 }
 
 export interface TestTemporal {
@@ -97,11 +96,11 @@ export async function runControlWorker(config: NetleaseConfig): Promise<RunningW
 export function withControlWorker(
   prefix: string,
   overrides: (taskQueue: string) => Partial<Record<keyof NetleaseConfig, unknown>> = () => ({}),
-): { readonly temporal: TestTemporal; readonly context: CniContext } {
+): { readonly temporal: TestTemporal; readonly context: HeldOffers } {
   let temporal: TestTemporal | undefined;
   let worker: RunningWorker | undefined;
   let cni: CniApi | undefined;
-  const context: CniContext = {};
+  const context: HeldOffers = {};
   beforeAll(async () => {
     temporal = await connectTest(prefix);
     worker = await runControlWorker(testConfig(temporal.taskQueue, overrides(temporal.taskQueue)));

@@ -3,7 +3,7 @@
 // this machine cannot fetch, so durations in these tests are configured short instead.)
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { prebuiltBundle } from '../../worker/bundle';
+import { prebuiltBundle } from '../../worker/control/bundle';
 import { quietRuntime, temporalAddress, uniqueName } from './temporal';
 
 export interface WorkflowTestEnv {

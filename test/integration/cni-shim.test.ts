@@ -1,7 +1,7 @@
 // The static shim and the node agent's CNI API: VERSION answered by the shim alone; with the agent
 // down, ADD and CHECK get 11 naming the socket, STATUS 50, and DEL is queued on disk and applied
 // once the agent is back, nothing lost across a SIGKILL; with Temporal away, the agent queues
-// DELs itself. The agent here is the real process (node dist/worker/node-agent.js).
+// DELs itself. The agent here is the real process (node dist/worker/agent/node-agent.js).
 import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,7 @@ import { tcpProxy } from '../harness/tcp-proxy';
 import { temporalAddress, uniqueName, withControlWorker } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { waitFor } from '../../tools/processes';
-import { serveCniApi } from '../../worker/cni-api';
+import { serveCniApi } from '../../worker/agent/cni-api';
 import { createLog } from '../../observability/log';
 
 const node = uniqueName('node');

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { DEFAULT_OFFER_DIR } from '../../domain/config';
 import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
 import { waitFor } from '../../tools/processes';
-import { DEFAULTS, NetworkSchema } from '../../tools/install-cni';
+import { DEFAULTS, NetworkSchema } from '../../worker/agent/install-cni';
 import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../../worker/process-flags';
 import { kubeconfigPath } from '../harness/kube';
 import { describeObject, readManifests, type Document } from '../harness/manifests';
@@ -182,7 +182,7 @@ test('the node agent DaemonSet installs the CNI files and shares the socket and 
   const init = ds.spec?.template.spec?.initContainers?.find((c) => c.name === 'install-cni');
   expect(init?.command).toEqual([
     'node',
-    'dist/tools/install-cni.js',
+    'dist/worker/agent/install-cni.js',
     '--config',
     '/etc/netlease/install-cni.yaml',
   ]);
@@ -207,7 +207,7 @@ test('the node agent DaemonSet installs the CNI files and shares the socket and 
   expect(agent?.command).toEqual([
     'node',
     ...NODE_AGENT_NODE_FLAGS,
-    'dist/worker/node-agent.js',
+    'dist/worker/agent/node-agent.js',
     '--config',
     '/etc/netlease/node-agent.yaml',
   ]);
@@ -222,7 +222,7 @@ test('the control worker runs with the same V8 flags as npm start', () => {
   expect(command?.slice(0, CONTROL_WORKER_NODE_FLAGS.length + 2)).toEqual([
     'node',
     ...CONTROL_WORKER_NODE_FLAGS,
-    'dist/worker/control.js',
+    'dist/worker/control/control.js',
   ]);
   expect(deployment?.spec?.template.spec?.containers[0]?.env).toEqual(
     expect.arrayContaining(envOf(PROCESS_ENV)),

@@ -1,4 +1,4 @@
-// The real install-cni program (dist/tools/install-cni.js) against temporary directories standing
+// The real install-cni program (dist/worker/agent/install-cni.js) against temporary directories standing
 // in for the host's /opt/cni/bin and /etc/cni/net.d, and the real cnitool reading what it wrote.
 import { copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { runToEnd, startTracked, stopPid } from '../../tools/processes';
 import { cnitool } from '../harness/cnitool';
 import { deleteAllNetns, futureNetns } from '../harness/netns';
 
-const PROGRAM = join(__dirname, '..', '..', 'tools', 'install-cni.js');
+const PROGRAM = join(__dirname, '..', '..', 'worker', 'agent', 'install-cni.js');
 const made: string[] = [];
 
 // The installed "shim" here is a stand-in: the real one forwards each call to a running node agent

@@ -8,7 +8,7 @@ import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { connectKube, isNotFound, KubeApiError, kubeApiError } from '../../kubernetes/kube';
 import { errorMessage } from '../../observability/log';
 import { runToEnd, waitFor } from '../../tools/processes';
-import { watchForever } from '../../worker/watchers/watch-loop';
+import { watchForever } from '../../kubernetes/watch-loop';
 import { kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
 import { uniqueName } from '../harness/temporal';
 

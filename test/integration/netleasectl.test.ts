@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { consumeLease } from '../../cni/consume';
 import { DataplaneFailure, nodeTaskQueue } from '../../domain/dataplane';
-import type { ActivatedLinks } from '../../domain/lease';
+import { termsOf, type ActivatedLinks } from '../../domain/lease';
 import type { AddressGrant } from '../../domain/allocation';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { signalRelease } from '../../temporal/signals';
@@ -320,7 +320,12 @@ test('retry: a parked lease (its activation failed) is listed with its error and
       pool: temporal.taskQueue,
       mode: 'ptp' as const,
     };
-    const consume = { containerId: 'ctr-park', netns: '/var/run/netns/p', ifName: 'eth0' };
+    const consume = {
+      containerId: 'ctr-park',
+      netns: '/var/run/netns/p',
+      ifName: 'eth0',
+      terms: termsOf(start),
+    };
     await expect(consumeLease(temporal.client, temporal.taskQueue, start, consume)).rejects.toThrow();
     await scenario.waitForPhase(uid, 'ActivationFailed');
     // The phase filter reads the LeasePhase search attribute, indexed a moment after the upsert.

@@ -1,4 +1,4 @@
-// The node agent as its own process (node dist/worker/node-agent.js) with `preProduce`: it
+// The node agent as its own process (node dist/worker/agent/node-agent.js) with `preProduce`: it
 // watches the pods bound to its node, holds their leases' grants as offers in its offerDir,
 // answers a first ADD from the offer through the real shim, and revokes the offer of a pod
 // deleted before its ADD with the same activities its worker runs.

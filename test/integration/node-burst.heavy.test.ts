@@ -20,7 +20,7 @@ import {
   releaseUpdate,
 } from '../../workflows/node-messages';
 import { waitFor } from '../../tools/processes';
-import { prebuiltBundle } from '../../worker/bundle';
+import { prebuiltBundle } from '../../worker/control/bundle';
 import { expectReplayed } from '../harness/replay';
 import { temporalAddress, testConfig, uniqueName, withControlWorker } from '../harness/temporal';
 

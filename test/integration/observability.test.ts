@@ -57,7 +57,7 @@ beforeAll(async () => {
   for (const pod of Object.values(pods)) pod.uid = await cluster.createPod(pod.name, node);
   [controlPort, agentPort] = [await freePort(), await freePort()];
   const temporal = { address: temporalAddress(), taskQueue };
-  control = startProcess('control.js', 'control', {
+  control = startProcess('control/control.js', 'control', {
     temporal,
     pools: [{ name: taskQueue, cidrs: ['198.18.0.0/16', 'fd00:18::/64'] }],
     activation: {
@@ -69,7 +69,7 @@ beforeAll(async () => {
     kubernetes: { kubeconfig: kubeconfigPath(), reconcileIntervalSeconds: 60 },
     metrics: { port: controlPort, sampleIntervalSeconds: 1 },
   });
-  agent = startProcess('node-agent.js', 'node-agent', {
+  agent = startProcess('agent/node-agent.js', 'node-agent', {
     temporal,
     nodeName: node,
     cniSocket,

@@ -4,7 +4,7 @@
 // and `retry` finishes it. Real shim, real node agent worker, veth pairs in namespaces made here.
 import { randomUUID } from 'node:crypto';
 import { createDataplaneActivities } from '../../activities/dataplane';
-import type { OfferBook } from '../../cni/offers';
+import type { OfferBook } from '../../worker/agent/offers';
 import { leaseWorkflowId } from '../../domain/ids';
 import type { LeaseStart } from '../../domain/lease';
 import { globalAddresses } from '../../kernel/links';
@@ -16,7 +16,7 @@ import {
   releaseSignal,
   retrySignal,
 } from '../../workflows/lease-messages';
-import { offerLease } from '../../worker/pre-produce';
+import { offerLease } from '../../worker/agent/pre-produce';
 import { scheduledCount } from '../harness/history';
 import { netconf } from '../harness/netconf';
 import { openTestOffers } from '../harness/offers';

@@ -16,7 +16,7 @@ import { ip } from '../../kernel/ip';
 import { freePort } from '../../tools/processes';
 import { startDevServer, type DevServer } from '../../tools/temporal-server';
 import { silentLog } from '../../observability/log';
-import { serveCniApi, type CniApi } from '../../worker/cni-api';
+import { serveCniApi, type CniApi } from '../../worker/agent/cni-api';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { netconf } from '../harness/netconf';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';

@@ -1,7 +1,7 @@
 // Seed 002 (Kubernetes): an old object (lower resourceVersion, or a listing from before a
 // delete + recreate under the same name) must not release or hand out anything.
 import { ClusterReader } from '../../kubernetes/cluster-reader';
-import { PodEvents } from '../../worker/watchers/pod-events';
+import { PodEvents } from '../../worker/control/watchers/pod-events';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { uniqueName } from '../harness/temporal';

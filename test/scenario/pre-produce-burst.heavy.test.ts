@@ -5,8 +5,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { OfferBook } from '../../cni/offers';
-import type { PreProducer } from '../../worker/pre-produce';
+import type { OfferBook } from '../../worker/agent/offers';
+import type { PreProducer } from '../../worker/agent/pre-produce';
 import { netconf } from '../harness/netconf';
 import { offersOnDisk, openTestOffers, preProduceOn } from '../harness/offers';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';

@@ -1,7 +1,7 @@
 // The SDK's log lines through our adapter: one short JSON line, an expected retry without a stack.
 import { ApplicationFailure } from '@temporalio/common';
 import { createLog, describeFailure, sdkLogger } from '../../observability/log';
-import { callFields } from '../../worker/cni-api';
+import { callFields } from '../../worker/agent/cni-api';
 
 function captured() {
   const lines: string[] = [];

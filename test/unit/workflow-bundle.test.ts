@@ -2,7 +2,7 @@
 // holder; every other `require('zod')` pointed at the stand-in), no configuration schemas, and an
 // inline source map without the sources' text.
 import { readFileSync } from 'node:fs';
-import { WORKFLOW_BUNDLE_PATH } from '../../worker/bundle';
+import { WORKFLOW_BUNDLE_PATH } from '../../worker/control/bundle';
 
 const code = readFileSync(WORKFLOW_BUNDLE_PATH, 'utf8');
 
@@ -32,8 +32,8 @@ test("bundled code gets zod through the stand-in; only the holder requires zod's
   const targets = zodTargets();
   const direct = targets.filter((t) => t.includes('/node_modules/zod/'));
   expect(direct).toHaveLength(1);
-  expect(targets.filter((t) => t.endsWith('/worker/sandbox/zod.js')).length).toBeGreaterThan(0);
-  expect(targets.every((t) => t.endsWith('/worker/sandbox/zod.js') || direct.includes(t))).toBe(true);
+  expect(targets.filter((t) => t.endsWith('/worker/control/sandbox/zod.js')).length).toBeGreaterThan(0);
+  expect(targets.every((t) => t.endsWith('/worker/control/sandbox/zod.js') || direct.includes(t))).toBe(true);
   // The holder's require sits in a function body: zod is evaluated lazily, never at preload time.
   const holder = code.slice(code.indexOf('function sharedZod()'));
   expect(holder.slice(0, holder.indexOf('\n}'))).toContain(direct[0]);

@@ -8,11 +8,11 @@ import type { ProduceInput, Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
 import { DataplaneFailure, nodeTaskQueue } from '../../domain/dataplane';
 import { leaseWorkflowId } from '../../domain/ids';
-import { FailureType, type ConsumeRequest, type LeaseStart } from '../../domain/lease';
-import type { OfferRevocation } from '../../domain/offer';
+import { FailureType, termsOf, type LeaseStart } from '../../domain/lease';
+import type { OfferAnswer, OfferRevocation } from '../../domain/offer';
 import {
   LEASE_WORKFLOW_TYPE,
-  consumeUpdate,
+  confirmAnswerUpdate,
   leaseStateQuery,
   offerUpdate,
   podRunningSignal,
@@ -44,7 +44,7 @@ const produceFor = (input: ProduceInput): Promise<Produced> => {
 const returned: ProduceInput[] = [];
 let linkFixed = false;
 /** What the node's revokeOffer answers per lease id (the sandbox the agent answered), and the calls. */
-const answeredFromOffer = new Map<string, ConsumeRequest>();
+const answeredFromOffer = new Map<string, OfferAnswer>();
 const revocations: Array<{ leaseId: string; run: string; before: number }> = [];
 
 let t: WorkflowTestEnv;
@@ -90,8 +90,13 @@ const startOf = (podUid: string, mode: LeaseStart['mode'] = 'ipam'): LeaseStart 
   pool: 'p',
   mode,
 });
-const add = (start: LeaseStart, containerId = 'ctr-1') =>
-  consumeLease(t.env.client, t.taskQueue, start, { containerId, netns: '/var/run/netns/x', ifName: 'eth0' });
+const add = (start: LeaseStart, containerId = 'ctr-1', terms = termsOf(start)) =>
+  consumeLease(t.env.client, t.taskQueue, start, {
+    containerId,
+    netns: '/var/run/netns/x',
+    ifName: 'eth0',
+    terms,
+  });
 const handleOf = (start: LeaseStart) =>
   t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
 const phaseOf = (start: LeaseStart, phase: string) =>
@@ -162,10 +167,6 @@ test('Active without the pod Running becomes Stalled, and Running once confirmed
   expect((await handleOf(start).result()).phase).toBe('Released');
 });
 
-test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 4);
-});
-
 test('an offered lease revokes the offer before it returns its addresses; an unconfirmed answer comes back', async () => {
   const start = startOf(uniqueName('offered'));
   const handle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
@@ -174,7 +175,7 @@ test('an offered lease revokes the offer before it returns its addresses; an unc
     args: [start],
   });
   const offer = await handle.executeUpdate(offerUpdate);
-  expect(offer).toEqual({ run: handle.firstExecutionRunId, addresses });
+  expect(offer).toEqual({ run: handle.firstExecutionRunId, start, addresses });
   // The agent answered an ADD from the offer and died before confirming it.
   const sandbox = { containerId: 'ctr-answered', netns: '/var/run/netns/a', ifName: 'eth0' };
   answeredFromOffer.set(handle.workflowId, sandbox);
@@ -201,8 +202,8 @@ test('a confirmed answer spends the offer: release revokes nothing; a closed lea
     args: [start],
   });
   await handle.executeUpdate(offerUpdate);
-  const grant = await handle.executeUpdate(consumeUpdate, {
-    args: [{ containerId: 'ctr-c', netns: '/var/run/netns/c', ifName: 'eth0', fromOffer: true }],
+  const grant = await handle.executeUpdate(confirmAnswerUpdate, {
+    args: [{ containerId: 'ctr-c', netns: '/var/run/netns/c', ifName: 'eth0' }],
   });
   expect(grant.addresses).toEqual(addresses);
   expect((await handle.query(leaseStateQuery)).phase).toBe('Active');
@@ -222,11 +223,35 @@ test('a confirmed answer spends the offer: release revokes nothing; a closed lea
     host: { name: 'nl1', mac: '02:00:00:00:00:03' },
     container: { name: 'eth0', mac: '02:00:00:00:00:04', sandbox: '/var/run/netns/p' },
   };
-  const ptpGrant = await ptpHandle.executeUpdate(consumeUpdate, {
-    args: [{ containerId: 'ctr-p', netns: '/var/run/netns/p', ifName: 'eth0', fromOffer: true, links }],
+  const ptpGrant = await ptpHandle.executeUpdate(confirmAnswerUpdate, {
+    args: [{ containerId: 'ctr-p', netns: '/var/run/netns/p', ifName: 'eth0', links }],
   });
   expect(ptpGrant.links).toEqual(links);
   await ptpHandle.signal(releaseSignal, { reason: 'pod gone' });
   await ptpHandle.result();
   expect(await ptpHandle.executeUpdate(offerUpdate).catch(failureType)).toMatch(/not found|completed/i);
+});
+
+test('an ADD of another network, mode or pool is refused naming both sides, and changes nothing', async () => {
+  const start = { ...startOf(uniqueName('terms')), network: 'net-a' };
+  await add(start, 'ctr-a');
+  const before = await handleOf(start).query(leaseStateQuery);
+  const other = { ...termsOf(start), network: 'net-b', mode: 'ptp' as const, pool: 'v6only' };
+  const refusal = await add(start, 'ctr-b', other).catch((err: unknown) => err);
+  expect(failureType(refusal)).toBe(FailureType.termsMismatch);
+  expect((refusal as WorkflowUpdateFailedError).cause?.message).toBe(
+    `pod ns/${start.podName}'s eth0 lease was produced for network net-a (ipam, pool p); ` +
+      'this ADD is for network net-b (ptp, pool v6only)',
+  );
+  // Refused by the validator: no attachment, no event for it in the history.
+  expect(await handleOf(start).query(leaseStateQuery)).toEqual(before);
+  const events = (await handleOf(start).fetchHistory()).events ?? [];
+  expect(events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes)).toHaveLength(1);
+  await handleOf(start).signal(releaseSignal, { reason: 'done' });
+  await handleOf(start).result();
+});
+
+// Last: every path above (offers included) is in the histories it replays.
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 8);
 });

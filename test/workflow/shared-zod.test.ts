@@ -1,11 +1,11 @@
-// One zod serves every workflow of a worker's V8 context (worker/sandbox/shared-zod): the update
+// One zod serves every workflow of a worker's V8 context (worker/control/sandbox/shared-zod): the update
 // validators of the first workflow, which loads it, and of the ones after, which reuse it, answer
 // alike, with zod's English messages naming the field, as zod does outside the sandbox.
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { consumeLease } from '../../cni/consume';
 import type { ProduceInput, Produced } from '../../activities/addresses';
 import { ActivationPolicySchema, describeIssues } from '../../domain/config';
-import { ConsumeSchema, type ConsumeRequest, type LeaseStart } from '../../domain/lease';
+import { ConsumeSchema, termsOf, type ConsumeRequest, type LeaseStart } from '../../domain/lease';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
@@ -37,7 +37,12 @@ const rejection = (err: unknown) =>
   err instanceof WorkflowUpdateFailedError ? (err.cause?.message ?? '') : `not rejected: ${String(err)}`;
 
 test("every workflow's validator rejects a bad ADD with zod's message and accepts a good one", async () => {
-  const bad: ConsumeRequest = { containerId: '', netns: '/var/run/netns/x', ifName: 'eth0' };
+  const bad: ConsumeRequest = {
+    containerId: '',
+    netns: '/var/run/netns/x',
+    ifName: 'eth0',
+    terms: termsOf(startOf('any')),
+  };
   const parsed = ConsumeSchema.safeParse(bad);
   if (parsed.success) throw new Error('the bad request parses');
   const expected = `invalid consume request: ${describeIssues(parsed.error)}`;

@@ -2,18 +2,19 @@
 // with a `kubernetes` section also the node and pod watchers and the reconciler schedule.
 import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { createControlActivities } from '../activities/control';
-import { ClusterReader } from '../kubernetes/cluster-reader';
-import { connectKube } from '../kubernetes/kube';
-import type { NetleaseConfig } from '../domain/config';
-import { connectClient, connectWorkerConnection } from '../temporal/connection';
-import { errorMessage, silentLog, type Log } from '../observability/log';
+import { createControlActivities } from '../../activities/control';
+import { ClusterReader } from '../../kubernetes/cluster-reader';
+import { connectKube } from '../../kubernetes/kube';
+import type { NetleaseConfig } from '../../domain/config';
+import { connectClient, connectWorkerConnection } from '../../temporal/connection';
+import { ensurePoolWorkflows } from '../../temporal/pools';
+import { errorMessage, silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
 import { startMetricsSampler, type MetricsSampler } from './metrics-sampler';
 import { ensureReconcileSchedule } from './reconcile-schedule';
 import { NodeEvents } from './watchers/node-events';
 import { PodEvents } from './watchers/pod-events';
-import { watchForever, type WatchLoop } from './watchers/watch-loop';
+import { watchForever, type WatchLoop } from '../../kubernetes/watch-loop';
 
 export interface ControlWorker {
   worker: Worker;
@@ -35,6 +36,8 @@ export async function createControlWorker(
   const client = await connectClient(config.temporal);
   const kube = config.kubernetes ? await connectKube(config.kubernetes.kubeconfig) : undefined;
   const reader = kube ? new ClusterReader(kube.core) : undefined;
+  // Before any ADD: the node agents refuse a pool with no open pool workflow (temporal/pools).
+  await ensurePoolWorkflows(client, config);
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,

@@ -10,19 +10,19 @@ import {
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
-import type { OfferBook } from '../cni/offers';
-import type { PreProduce } from '../domain/config';
-import { shouldPreProduce } from '../domain/cluster-decisions';
-import { PodSchema, podFact, type PodFact } from '../domain/k8s';
-import { leaseWorkflowId } from '../domain/ids';
-import type { LeaseStart } from '../domain/lease';
-import { LEASE_WORKFLOW_TYPE, offerUpdate } from '../workflows/lease-messages';
-import type { ClusterReader } from '../kubernetes/cluster-reader';
-import type { KubeClients } from '../kubernetes/kube';
-import { leaseStartOptions } from '../temporal/leases';
-import { preProduced } from '../observability/agent-metrics';
-import { errorMessage, silentLog, type Log } from '../observability/log';
-import { watchForever, type WatchLoop } from './watchers/watch-loop';
+import type { OfferBook } from './offers';
+import type { PreProduce } from '../../domain/config';
+import { shouldPreProduce } from '../../domain/cluster-decisions';
+import { PodSchema, podFact, type PodFact } from '../../domain/k8s';
+import { leaseWorkflowId, offerUpdateId } from '../../domain/ids';
+import type { LeaseStart } from '../../domain/lease';
+import { LEASE_WORKFLOW_TYPE, offerUpdate } from '../../workflows/lease-messages';
+import type { ClusterReader } from '../../kubernetes/cluster-reader';
+import type { KubeClients } from '../../kubernetes/kube';
+import { leaseStartOptions } from '../../temporal/leases';
+import { preProduced } from '../../observability/agent-metrics';
+import { errorMessage, silentLog, type Log } from '../../observability/log';
+import { watchForever, type WatchLoop } from '../../kubernetes/watch-loop';
 
 export interface PreProducer {
   /** Pod UIDs whose leases this agent started (or found started). */
@@ -66,13 +66,14 @@ export async function offerLease(
   const leaseId = leaseWorkflowId(start.podUid, start.ifName);
   const accepted = await client.workflow
     .getHandle(leaseId)
-    .executeUpdate(offerUpdate, { updateId: `offer/${randomUUID()}` })
+    .executeUpdate(offerUpdate, { updateId: offerUpdateId(randomUUID()) })
     .catch((err: unknown) => {
       if (err instanceof WorkflowUpdateFailedError) return undefined; // released, or produce failed
       throw err;
     });
   if (!accepted) return log.info({ leaseId }, 'lease not offered: it ended first');
-  const held = await offers.hold({ leaseId, start, ...accepted });
+  // The lease's own start, which is the agent's unless an ADD of other terms started it first.
+  const held = await offers.hold({ leaseId, ...accepted });
   log.info({ leaseId, held }, held ? 'lease offered to its first ADD' : 'offer revoked before it was held');
 }
 

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const WORKFLOW_BUNDLE_PATH = join(__dirname, '..', 'workflow-bundle.js');
+export const WORKFLOW_BUNDLE_PATH = join(__dirname, '..', '..', 'workflow-bundle.js');
 
 export function prebuiltBundle(): { code: string } {
   if (!existsSync(WORKFLOW_BUNDLE_PATH)) {

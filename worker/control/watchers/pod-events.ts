@@ -2,11 +2,11 @@
 // read of the pod first, and an event older than one already seen is dropped (seed 002). What
 // the pod means for each of its leases is decidePod's call, the same as the reconciler's.
 import type { Client } from '@temporalio/client';
-import { decidePod } from '../../domain/cluster-decisions';
-import { isTerminal, PodSchema, podFact } from '../../domain/k8s';
-import type { ClusterReader } from '../../kubernetes/cluster-reader';
-import { applyPodDecision } from '../../temporal/signals';
-import { leasesOfPod } from '../../temporal/visibility';
+import { decidePod } from '../../../domain/cluster-decisions';
+import { isTerminal, PodSchema, podFact } from '../../../domain/k8s';
+import type { ClusterReader } from '../../../kubernetes/cluster-reader';
+import { applyPodDecision } from '../../../temporal/signals';
+import { leasesOfPod } from '../../../temporal/visibility';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR' | string;
 export type PodOutcome = 'stale' | 'ignored' | 'alive' | 'released' | 'running';

@@ -1,6 +1,6 @@
 // Keeps one Kubernetes watch open, restarting it with bounded backoff; events are handled one
 // at a time in arrival order. Watches are hints: anything missed is caught by the reconciler.
-import { kubeApiError, type KubeClients } from '../../kubernetes/kube';
+import { kubeApiError, type KubeClients } from './kube';
 
 export interface WatchLoop {
   stop(): void;

@@ -1,10 +1,9 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
 import { Worker } from '@temporalio/worker';
-import { createDataplaneActivities } from '../activities/dataplane';
-import type { NodeAgentConfig } from '../domain/config';
-import { nodeTaskQueue, type DataplaneActivities } from '../domain/dataplane';
-import { hostNodeName } from '../kubernetes/node-name';
-import { connectWorkerConnection } from '../temporal/connection';
+import type { NodeAgentConfig } from '../../domain/config';
+import { nodeTaskQueue, type DataplaneActivities } from '../../domain/dataplane';
+import { hostNodeName } from '../../kubernetes/node-name';
+import { connectWorkerConnection } from '../../temporal/connection';
 
 export interface NodeAgent {
   worker: Worker;
@@ -15,7 +14,7 @@ export interface NodeAgent {
 
 export async function createNodeAgent(
   config: NodeAgentConfig,
-  activities: DataplaneActivities = createDataplaneActivities({ hostNetns: config.hostNetns }),
+  activities: DataplaneActivities,
 ): Promise<NodeAgent> {
   const nodeName = config.nodeName ?? hostNodeName();
   const connection = await connectWorkerConnection(config.temporal);

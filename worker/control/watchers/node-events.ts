@@ -1,10 +1,10 @@
 // Node events are hints too: the node's current UID comes from a quorum read before the node
 // workflow hears of a new incarnation or a deletion; decideNode makes the call, as in the reconciler.
 import type { Client } from '@temporalio/client';
-import { decideNode } from '../../domain/cluster-decisions';
-import { NodeSchema } from '../../domain/k8s';
-import type { ClusterReader } from '../../kubernetes/cluster-reader';
-import { applyNodeDecision } from '../../temporal/signals';
+import { decideNode } from '../../../domain/cluster-decisions';
+import { NodeSchema } from '../../../domain/k8s';
+import type { ClusterReader } from '../../../kubernetes/cluster-reader';
+import { applyNodeDecision } from '../../../temporal/signals';
 import type { WatchEventType } from './pod-events';
 
 export class NodeEvents {

@@ -1,22 +1,22 @@
-// Entry point: node dist/worker/node-agent.js --config <file>   (or NETLEASE_NODE_AGENT_CONFIG=<file>)
+// Entry point: node dist/worker/agent/node-agent.js --config <file>   (or NETLEASE_NODE_AGENT_CONFIG=<file>)
 // The node name: `nodeName` in the file, else NETLEASE_NODE_NAME, else the host name. Logs are
 // JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
 import type { Client } from '@temporalio/client';
-import { OfferBook } from '../cni/offers';
-import { sharedClient } from '../cni/temporal';
-import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
-import type { DataplaneActivities } from '../domain/dataplane';
-import { createDataplaneActivities } from '../activities/dataplane';
-import { ClusterReader } from '../kubernetes/cluster-reader';
-import { configuredNodeName, hostNodeName } from '../kubernetes/node-name';
-import { connectKube } from '../kubernetes/kube';
-import { agentRegistry } from '../observability/agent-metrics';
-import { createLog, errorMessage, type Log } from '../observability/log';
-import { serveMetrics, type MetricsServer } from '../observability/metrics-server';
-import { installRuntime } from '../observability/runtime';
+import { OfferBook } from './offers';
+import { sharedClient } from './temporal-clients';
+import { NodeAgentConfigSchema, type NodeAgentConfig } from '../../domain/config';
+import type { DataplaneActivities } from '../../domain/dataplane';
+import { createDataplaneActivities, offerActivities } from '../../activities/dataplane';
+import { ClusterReader } from '../../kubernetes/cluster-reader';
+import { configuredNodeName, hostNodeName } from '../../kubernetes/node-name';
+import { connectKube } from '../../kubernetes/kube';
+import { agentRegistry } from '../../observability/agent-metrics';
+import { createLog, errorMessage, type Log } from '../../observability/log';
+import { serveMetrics, type MetricsServer } from '../../observability/metrics-server';
+import { installRuntime } from '../../observability/runtime';
 import { serveCniApi } from './cni-api';
-import { configPath, loadConfigFile } from './config-file';
-import { createNodeAgent } from './node-agent-worker';
+import { configPath, loadConfigFile } from '../config-file';
+import { createNodeAgent } from './dataplane-worker';
 import { startPreProducing, type PreProducer } from './pre-produce';
 
 const bootLog = createLog('node-agent');
@@ -33,14 +33,10 @@ async function main(): Promise<void> {
     configuredNodeName(process.env.NETLEASE_NODE_NAME, 'NETLEASE_NODE_NAME') ??
     hostNodeName();
   const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
-  // One set of activities (one forwarding keeper): the worker runs them, the offers activate with
-  // them, and they revoke through the offers opened after them.
-  const activities = createDataplaneActivities({
-    hostNetns: config.hostNetns,
-    offers: { revoke: async (leaseId, run) => offers?.revoke(leaseId, run) },
-  });
-  const offers = await offersFor(config, client, activities.activateAttachment, log);
-  // Only now can a revokeOffer arrive: the worker starts polling after `offers` is set.
+  // One dataplane (one forwarding keeper): the worker runs it and the offers activate with it.
+  const dataplane = createDataplaneActivities({ hostNetns: config.hostNetns });
+  const offers = await offersFor(config, client, dataplane.activateAttachment, log);
+  const activities = { ...dataplane, ...offerActivities(offers) };
   const agent = await createNodeAgent({ ...config, nodeName }, activities);
   const nodeLog = log.child({ node: agent.nodeName });
   let metrics: MetricsServer | undefined;
@@ -54,7 +50,7 @@ async function main(): Promise<void> {
     socket: config.cniSocket,
     deleteQueue: config.deleteQueue,
     log,
-    context: { offers },
+    held: { offers },
   });
   nodeLog.info({ cniSocket: config.cniSocket, deleteQueue: config.deleteQueue }, 'CNI API listening');
   const preProducer = client && (await preProduceFor(config, agent.nodeName, nodeLog, client, offers));

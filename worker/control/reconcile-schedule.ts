@@ -1,7 +1,7 @@
 // The reconciler's Temporal Schedule (one per control-plane task queue), kept at the configured
 // interval, and triggered once when the control worker starts.
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import type { NetleaseConfig } from '../domain/config';
+import type { NetleaseConfig } from '../../domain/config';
 
 export const reconcileScheduleId = (taskQueue: string): string => `reconcile/${taskQueue}`;
 

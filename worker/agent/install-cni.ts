@@ -1,18 +1,18 @@
 // install-cni, the node agent DaemonSet's init container: copies the CNI shim into the host's CNI
 // bin dir and writes netlease's network config list into its conf dir, each only when it differs
-// and atomically (tools/install-files). It runs in the netlease image: the host has no Node.
+// and atomically (storage/install-files). It runs in the netlease image: the host has no Node.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { describeIssues } from '../domain/config';
-import { DataplaneModeSchema } from '../domain/lease';
-import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from '../domain/names';
-import { installFile } from './install-files';
+import { describeIssues } from '../../domain/config';
+import { DataplaneModeSchema } from '../../domain/lease';
+import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from '../../domain/names';
+import { installFile } from '../../storage/install-files';
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(__dirname, '..', '..', '..');
 export const DEFAULTS = {
   source: join(ROOT, 'dist', 'bin', 'netlease'),
   binDir: '/host/opt/cni/bin',
@@ -73,7 +73,7 @@ const FIELDS: Record<string, [string, string?]> = {
   'agent-socket': ['network.agentSocket'],
   'delete-queue': ['network.deleteQueue'],
 };
-const USAGE = `usage: node dist/tools/install-cni.js [--config <yaml>] ${Object.keys(FIELDS)
+const USAGE = `usage: node dist/worker/agent/install-cni.js [--config <yaml>] ${Object.keys(FIELDS)
   .map((f) => `[--${f} <value>]`)
   .join(' ')} [--no-loopback]`;
 

@@ -3,8 +3,8 @@
 // per phase) and each node workflow's allocation table (its `state` query) as addresses used,
 // free and cooling per pool, node and family. Bounded and cheap: once per interval, never per scrape.
 import type { Client } from '@temporalio/client';
-import { addressUsage } from '../domain/allocation';
-import { LEASE_PHASES } from '../domain/lease';
+import { addressUsage } from '../../domain/allocation';
+import { LEASE_PHASES } from '../../domain/lease';
 import {
   addressesCooling,
   addressesFree,
@@ -16,11 +16,11 @@ import {
   leasesStalled,
   sampleDuration,
   sampleErrors,
-} from '../observability/control-metrics';
-import { errorMessage, type Log } from '../observability/log';
-import { knownNodes } from '../temporal/visibility';
-import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
-import { nodeStateQuery, type NodeState } from '../workflows/node-messages';
+} from '../../observability/control-metrics';
+import { errorMessage, type Log } from '../../observability/log';
+import { knownNodes } from '../../temporal/visibility';
+import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
+import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
 
 export interface MetricsSampler {
   /** Samples now (also runs on the timer). */

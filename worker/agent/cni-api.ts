@@ -5,11 +5,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { handleCniCall, type CniAnswer } from '../cni/handle';
-import type { CniContext } from '../cni/commands';
-import { closeTemporalClients } from '../cni/temporal';
-import { leaseWorkflowId } from '../domain/ids';
-import { hostNodeLabel } from '../kubernetes/node-name';
+import { handleCniCall, type CniAnswer } from '../../cni/handle';
+import type { CniContext } from '../../cni/commands';
+import { clientFor, closeTemporalClients } from './temporal-clients';
+import { leaseWorkflowId } from '../../domain/ids';
+import { hostNodeLabel } from '../../kubernetes/node-name';
 import {
   cniDuration,
   cniRequests,
@@ -18,19 +18,24 @@ import {
   queuedDeletesApplied,
   queuedDeletesDropped,
   verbLabel,
-} from '../observability/agent-metrics';
-import { errorMessage, shortMessage, silentLog, type Log } from '../observability/log';
+} from '../../observability/agent-metrics';
+import { errorMessage, shortMessage, silentLog, type Log } from '../../observability/log';
 import { drainDeletes, enqueueDelete, QueuedCallSchema, type Applied, type QueuedCall } from './delete-queue';
 
 const MAX_BODY_BYTES = 16 << 20;
 const DRAIN_EVERY_MS = 5000;
 
+/** Where the calls find the agent's offers (none: an agent that pre-produces nothing). */
+export interface HeldOffers {
+  offers?: CniContext['offers'];
+}
+
 export interface CniApiOptions {
   socket: string;
   deleteQueue: string;
   log?: Log;
-  /** What calls may use besides Temporal: the agent's offers of pre-produced leases (cni/offers). */
-  context?: CniContext;
+  /** The agent's offers of pre-produced leases (worker/agent/offers), where it pre-produces. */
+  held?: HeldOffers;
 }
 
 export interface CniApi {
@@ -132,8 +137,15 @@ export async function serveCniApi({
   socket,
   deleteQueue,
   log = silentLog(),
-  context = {},
+  held = {},
 }: CniApiOptions): Promise<CniApi> {
+  // Read per call: a test may hand the agent its offers after the API is up.
+  const context: CniContext = {
+    clients: clientFor,
+    get offers() {
+      return held.offers;
+    },
+  };
   const server = createServer((request, response) => {
     void (async () => {
       try {

@@ -1,10 +1,10 @@
-// Entry point: node dist/worker/control.js --config <file>   (or NETLEASE_CONFIG=<file>)
+// Entry point: node dist/worker/control/control.js --config <file>   (or NETLEASE_CONFIG=<file>)
 // Logs are JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
-import { controlRegistry } from '../observability/control-metrics';
-import { createLog, errorMessage } from '../observability/log';
-import { serveMetrics, type MetricsServer } from '../observability/metrics-server';
-import { installRuntime } from '../observability/runtime';
-import { configPath, loadConfigFile } from './config-file';
+import { controlRegistry } from '../../observability/control-metrics';
+import { createLog, errorMessage } from '../../observability/log';
+import { serveMetrics, type MetricsServer } from '../../observability/metrics-server';
+import { installRuntime } from '../../observability/runtime';
+import { configPath, loadConfigFile } from '../config-file';
 import { createControlWorker } from './control-worker';
 
 const bootLog = createLog('control');

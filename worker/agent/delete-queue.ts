@@ -3,7 +3,7 @@
 // applied in order.
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../storage/durable-files';
+import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../../storage/durable-files';
 
 export const QueuedCallSchema = z.object({ env: z.record(z.string(), z.string()), stdin: z.string() });
 export type QueuedCall = z.infer<typeof QueuedCallSchema>;

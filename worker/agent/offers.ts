@@ -1,5 +1,6 @@
-// The node agent's offers (domain/offer): pre-produced grants held on disk, one file per lease, so
-// the pod's first ADD is answered from here and confirmed to the lease workflow right after. All
+// The node agent's offers (the protocol is in domain/offer): pre-produced grants held on disk, one
+// file per lease, so the pod's first ADD is answered from here and confirmed to the lease workflow
+// right after (the confirmAnswer update). All
 // decisions are taken in memory first (one process: an answer and a revocation never both win),
 // then written in the same order per lease; the answer goes out only once its record is on disk.
 // In ptp mode the agent makes the interface itself first; if that fails, the ADD takes the lease's
@@ -7,16 +8,17 @@
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import type { TemporalConnection } from '../domain/config';
-import { leaseWorkflowId, offerUpdateId } from '../domain/ids';
-import type { AttachmentInput } from '../domain/dataplane';
-import type { ActivatedLinks, ConsumeRequest, LeaseStart } from '../domain/lease';
-import { routesFor } from '../domain/routes';
-import { offerAnswers, OfferRecordSchema, type OfferRecord } from '../domain/offer';
-import { offerEvents, offersHeld } from '../observability/agent-metrics';
-import { errorMessage, silentLog, type Log } from '../observability/log';
-import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../storage/durable-files';
-import { consumeUpdate } from '../workflows/lease-messages';
+import type { TemporalConnection } from '../../domain/config';
+import { confirmAnswerUpdateId, leaseWorkflowId } from '../../domain/ids';
+import type { AttachmentInput } from '../../domain/dataplane';
+import type { ActivatedLinks, LeaseStart, Sandbox } from '../../domain/lease';
+import { routesFor } from '../../domain/routes';
+import { offerAnswers, OfferRecordSchema, type OfferAnswer, type OfferRecord } from '../../domain/offer';
+import { offerEvents, offersHeld } from '../../observability/agent-metrics';
+import { errorMessage, silentLog, type Log } from '../../observability/log';
+import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../../storage/durable-files';
+import type { OfferAnswers } from '../../cni/commands';
+import { confirmAnswerUpdate } from '../../workflows/lease-messages';
 
 const fileOf = (leaseId: string) => `${encodeURIComponent(leaseId)}.json`;
 
@@ -40,7 +42,7 @@ export interface OfferBookOptions {
   log?: Log;
 }
 
-export class OfferBook {
+export class OfferBook implements OfferAnswers {
   private readonly records = new Map<string, OfferRecord>();
   private readonly writes = new Map<string, Promise<void>>();
   private readonly confirming = new Map<string, Promise<void>>();
@@ -92,18 +94,18 @@ export class OfferBook {
   /** The offer that answers this ADD, on disk as answered; undefined: take the workflow's path. */
   async take(
     start: LeaseStart,
-    request: ConsumeRequest,
+    sandbox: Sandbox,
     temporal: Pick<TemporalConnection, 'address' | 'namespace'>,
   ): Promise<OfferRecord | undefined> {
     const leaseId = leaseWorkflowId(start.podUid, start.ifName);
     const offer = this.records.get(leaseId);
-    if (!offer || !this.sameTemporal(temporal) || !offerAnswers(offer, start, request)) return undefined;
+    if (!offer || !this.sameTemporal(temporal) || !offerAnswers(offer, start, sandbox)) return undefined;
     if (offer.start.mode === 'ptp' && !this.options.activate) return undefined;
     if (offer.answered) {
       await this.writes.get(leaseId); // the runtime repeated the ADD: the same answer, once on disk
       return this.records.get(leaseId) === offer ? offer : undefined;
     }
-    const { containerId, netns, ifName, routes } = request;
+    const { containerId, netns, ifName, routes } = sandbox;
     const claimed: OfferRecord = {
       ...offer,
       answered: { containerId, netns, ifName, ...(routes && { routes }) },
@@ -119,7 +121,7 @@ export class OfferBook {
 
   /** Makes the interface (ptp): the answer with its links, or undefined with the offer held again. */
   private async activated(offer: OfferRecord, claimed: OfferRecord): Promise<OfferRecord | undefined> {
-    const answer = claimed.answered as ConsumeRequest;
+    const answer = claimed.answered as OfferAnswer;
     try {
       const links = await this.activate({
         leaseId: claimed.leaseId,
@@ -162,7 +164,7 @@ export class OfferBook {
   }
 
   /** Ends the offer of this run; the ADD answered from it, if any (the revokeOffer activity). */
-  async revoke(leaseId: string, run: string): Promise<ConsumeRequest | undefined> {
+  async revoke(leaseId: string, run: string): Promise<OfferAnswer | undefined> {
     this.rememberRevoked(`${leaseId}@${run}`);
     const offer = this.records.get(leaseId);
     if (offer?.run !== run) return undefined;
@@ -214,7 +216,7 @@ export class OfferBook {
     return write;
   }
 
-  /** Confirms the answer with the consume update until the workflow takes or refuses it. */
+  /** Confirms the answer with the confirmAnswer update until the workflow takes or refuses it. */
   private confirm(offer: OfferRecord): void {
     const confirmed = this.confirmUntilSettled(offer).finally(() => {
       if (this.confirming.get(offer.leaseId) === confirmed) this.confirming.delete(offer.leaseId);
@@ -238,13 +240,13 @@ export class OfferBook {
   }
 
   private async confirmOnce(offer: OfferRecord): Promise<'confirmed' | 'refused' | 'later'> {
-    const answered = offer.answered as ConsumeRequest;
+    const answered = offer.answered as OfferAnswer;
     const { client } = this.options;
     try {
       await client.connection.withDeadline(Date.now() + CONFIRM_DEADLINE_MS, () =>
-        client.workflow.getHandle(offer.leaseId, offer.run).executeUpdate(consumeUpdate, {
-          args: [{ ...answered, fromOffer: true }],
-          updateId: offerUpdateId(answered.containerId, answered.ifName, offer.run),
+        client.workflow.getHandle(offer.leaseId, offer.run).executeUpdate(confirmAnswerUpdate, {
+          args: [answered],
+          updateId: confirmAnswerUpdateId(answered.containerId, answered.ifName, offer.run),
         }),
       );
       return 'confirmed';
