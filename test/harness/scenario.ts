@@ -27,6 +27,8 @@ export interface ScenarioOptions {
   watch?: boolean;
   reconcileIntervalSeconds?: number;
   reuseCooldownSeconds?: number;
+  /** Pools besides the file's own (named after its task queue), e.g. a second pool an ADD names. */
+  morePools?: Array<{ name: string; cidrs: string[] }>;
 }
 
 export class Scenario {
@@ -50,7 +52,9 @@ export class Scenario {
   }
 
   get config() {
+    const pools = [{ name: this.temporal.taskQueue, cidrs: ['198.18.0.0/16', 'fd00:18::/64'] }];
     return testConfig(this.temporal.taskQueue, {
+      pools: [...pools, ...(this.options.morePools ?? [])],
       reuseCooldownSeconds: this.options.reuseCooldownSeconds ?? 1,
       kubernetes: {
         kubeconfig: kubeconfigPath(),

@@ -1,15 +1,19 @@
 // The node agent as its own process (node dist/worker/agent/node-agent.js) with `preProduce`: it
 // watches the pods bound to its node, holds their leases' grants as offers in its offerDir,
 // answers a first ADD from the offer through the real shim, and revokes the offer of a pod
-// deleted before its ADD with the same activities its worker runs.
+// deleted before its ADD with the same activities its worker runs. An ADD of other terms than the
+// lease's (network, mode, pool: the agent's preProduce and the node's conflist are two files) is
+// refused naming both sides, and changes nothing: no link in the kernel, no lease touched.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { globalAddresses } from '../../kernel/links';
 import { leaseWorkflowId } from '../../domain/ids';
 import { acceptedUpdates, scheduledCount } from '../harness/history';
 import { kubeconfigPath } from '../harness/kube';
 import { netconf } from '../harness/netconf';
-import { deleteAllNetns, makeNetns } from '../harness/netns';
+import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
 import { startNodeAgentProcess, type AgentCniPaths, type NodeAgentProcess } from '../harness/node-agent';
 import { offersOnDisk } from '../harness/offers';
 import { expectReplayed } from '../harness/replay';
@@ -20,16 +24,21 @@ import { waitForValue } from '../harness/wait';
 import { waitFor } from '../../tools/processes';
 
 const node = uniqueName('node');
+/** A second pool the control plane serves: an ADD naming it is for other terms than the offer's. */
+const V6ONLY = uniqueName('v6only');
 const dir = mkdtempSync(join(tmpdir(), 'netlease-agent-offers-'));
 const offerDir = join(dir, 'offers');
 const paths: AgentCniPaths = { cniSocket: join(dir, 'cni.sock'), deleteQueue: join(dir, 'del-queue') };
 let scenario: Scenario;
 let agent: NodeAgentProcess;
+let host: TestNetns;
 
 beforeAll(async () => {
-  scenario = await Scenario.create('agent-offers');
+  scenario = await Scenario.create('agent-offers', {
+    morePools: [{ name: V6ONLY, cidrs: ['fd00:19::/64'] }],
+  });
   await scenario.cluster.createNode(node);
-  const host = await makeNetns('agent-offers-host');
+  host = await makeNetns('agent-offers-host');
   agent = startNodeAgentProcess(node, host.name, {}, { taskQueue: scenario.temporal.taskQueue }, paths, {
     offerDir,
     kubernetes: { kubeconfig: kubeconfigPath() },
@@ -83,7 +92,7 @@ test("a bound pod's first ADD is answered by the agent process from its offer an
   expect(ips).toEqual(produced.addresses.map((a) => a.address));
   const active = await scenario.waitForPhase(uid, 'Active', 30_000);
   expect(active.attachments.map((a) => a.containerId)).toEqual([`ctr-${uid}`]);
-  expect(await updatesOf(uid)).toEqual(['offer', 'consume']);
+  expect(await updatesOf(uid)).toEqual(['offer', 'confirmAnswer']);
   expect(await offersLeft(0)).toBe(0);
 }, 60_000);
 
@@ -100,6 +109,104 @@ test('a pod deleted before its ADD: the agent process revokes its offer and the 
   expect(await offersLeft(0)).toBe(0);
 }, 60_000);
 
+/** The agent's ADD for a pod with this network configuration, in the pod's own namespace. */
+const addWith = (pod: { name: string; uid: string }, netns: TestNetns, conf: Record<string, unknown>) =>
+  runShim({
+    ...podCall(
+      'ADD',
+      { namespace: scenario.cluster.namespace, ...pod },
+      {
+        ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node }),
+        agentSocket: paths.cniSocket,
+        deleteQueue: paths.deleteQueue,
+        ...conf,
+      },
+    ),
+    netns: netns.path,
+  });
+
+/** Every link the kernel has in the pod's and the agent's host-side namespaces. */
+const kernelLinks = async (pod: TestNetns) =>
+  [...(await pod.links()), ...(await host.links())].map(
+    (l) => `${l.ifname}:${l.addr_info?.map((a) => a.local).join(',')}`,
+  );
+
+test('an ADD of another network, mode or pool than the offer is refused naming both sides, and changes nothing', async () => {
+  const pod = { name: 'other-terms', uid: await scenario.cluster.createPod('other-terms', node) };
+  await offered(pod.uid);
+  const podNetns = await makeNetns('other-terms');
+  const produced = await scenario.leaseState(pod.uid);
+  const links = await kernelLinks(podNetns);
+  const produce = `pod ${scenario.cluster.namespace}/other-terms's eth0 lease was produced for network netlease-test (ipam, pool ${scenario.temporal.taskQueue})`;
+  const refusals = [
+    [
+      { name: 'net-b', mode: 'ptp' },
+      `${produce}; this ADD is for network net-b (ptp, pool ${scenario.temporal.taskQueue})`,
+    ],
+    [{ pool: V6ONLY }, `${produce}; this ADD is for network netlease-test (ipam, pool ${V6ONLY})`],
+  ] as const;
+  for (const [conf, message] of refusals) {
+    const outcome = await addWith(pod, podNetns, conf);
+    expect({ exitCode: outcome.exitCode, code: outcome.json?.code, msg: outcome.json?.msg }).toEqual({
+      exitCode: 1,
+      code: 7,
+      msg: message,
+    });
+    // Nothing changed: the kernel, the lease, the offer on disk.
+    expect(await kernelLinks(podNetns)).toEqual(links);
+    expect(await scenario.leaseState(pod.uid)).toEqual(produced);
+    expect(await updatesOf(pod.uid)).toEqual(['offer']);
+    expect(await offersOnDisk(offerDir)).toBe(1);
+  }
+  // The ADD of the lease's own terms is still answered from the offer.
+  const outcome = await addWith(pod, podNetns, {});
+  expect(outcome.exitCode).toBe(0);
+  expect(await scenario.waitForPhase(pod.uid, 'Active', 30_000)).toMatchObject({
+    addresses: produced.addresses,
+  });
+  expect(await offersLeft(0)).toBe(0);
+}, 60_000);
+
+test('a lease started by an ADD of one network refuses an ADD of another (the cold path); the kernel holds what each ADD answered', async () => {
+  // No pod object: nothing pre-produces it; the first ADD starts the lease (ptp: the agent makes the interface).
+  const pod = { name: 'cold', uid: uniqueName('cold-uid') };
+  const podNetns = await makeNetns('cold');
+  const first = await addWith(pod, podNetns, { mode: 'ptp' });
+  expect(first.exitCode).toBe(0);
+  const told = (first.json?.ips as Array<{ address: string }>).map((ip) => ip.address);
+  const eth0 = (await podNetns.links()).find((l) => l.ifname === 'eth0');
+  expect(eth0 && globalAddresses(eth0).sort()).toEqual([...told].sort());
+  const links = await kernelLinks(podNetns);
+  const state = await scenario.leaseState(pod.uid);
+  const second = await addWith(pod, podNetns, { name: 'net-b', mode: 'ipam' });
+  expect(second.exitCode).toBe(1);
+  expect(second.json?.code).toBe(7);
+  expect(second.json?.msg).toBe(
+    `pod ${scenario.cluster.namespace}/cold's eth0 lease was produced for network netlease-test (ptp, pool ${scenario.temporal.taskQueue}); ` +
+      `this ADD is for network net-b (ipam, pool ${scenario.temporal.taskQueue})`,
+  );
+  expect(await kernelLinks(podNetns)).toEqual(links);
+  expect(await scenario.leaseState(pod.uid)).toEqual(state);
+}, 60_000);
+
+test('an ADD naming a pool the control plane does not serve is error 7 and starts no lease', async () => {
+  const pod = { name: 'no-pool', uid: uniqueName('no-pool-uid') };
+  const podNetns = await makeNetns('no-pool');
+  const outcome = await addWith(pod, podNetns, { pool: 'nosuchpool' });
+  expect(outcome.exitCode).toBe(1);
+  expect(outcome.json?.code).toBe(7);
+  expect(outcome.json?.msg).toBe('pool: unknown pool "nosuchpool"');
+  const leaseId = leaseWorkflowId(pod.uid, 'eth0');
+  const started = await scenario.temporal.client.workflow
+    .getHandle(leaseId)
+    .describe()
+    .then(
+      () => true,
+      (err: unknown) => (err instanceof WorkflowNotFoundError ? false : Promise.reject(err)),
+    );
+  expect(started).toBe(false);
+});
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(scenario.temporal, 2);
+  await expectReplayed(scenario.temporal, 4);
 });

@@ -142,7 +142,7 @@ test('a bound pod has its lease produced and offered before any ADD; the ADD is 
   const active = await scenario.waitForPhase(uid, 'Active', 30_000); // the answer, confirmed
   expect(active.attachments.map((a) => a.containerId)).toEqual([`ctr-${uid}`]);
   expect(await scheduledCount(scenario.temporal.client, leaseId, 'produceAddresses')).toBe(1);
-  expect(await updatesOf(uid)).toEqual(['offer', 'consume']);
+  expect(await updatesOf(uid)).toEqual(['offer', 'confirmAnswer']);
   expect(await runsOf(uid)).toHaveLength(1);
   // The runtime repeats the ADD: the same answer; then DEL ends the attachment on the lease.
   const again = await add('early', uid);
@@ -203,7 +203,7 @@ test('a DEL of an answer not yet confirmed is queued within its deadline and app
     30_000,
   );
   // A queued DEL retried near its deadline may be applied twice (a no-op the second time).
-  expect([...new Set(updates)]).toEqual(['offer', 'consume', 'deactivate']);
+  expect([...new Set(updates)]).toEqual(['offer', 'confirmAnswer', 'deactivate']);
   expect((await scenario.leaseState(uid)).attachments).toEqual([]);
 }, 90_000);
 

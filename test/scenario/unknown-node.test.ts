@@ -1,5 +1,6 @@
-// An ADD whose nodeName names no Node (a typo in the CNI config) is a mistake in the request: a
-// clear error 7 naming the field and the node, at once and every time, and no workflow left running.
+// An ADD whose nodeName names no Node now: a same-name replacement in progress (the kubelet
+// registers the Node again), or a typo. Either way the answer is "try again later" (11) naming
+// nodeName, nothing is left running, and once the Node exists the runtime's retry succeeds.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { netconf } from '../harness/netconf';
@@ -21,32 +22,39 @@ const statusOf = (workflowId: string) =>
       (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
     );
 
-test('ADD on a node that does not exist: error 7 naming nodeName, nothing left running', async () => {
-  const ghost = uniqueName('no-such-node');
-  const uid = await scenario.cluster.createPod('typo', uniqueName('elsewhere'));
+test('ADD while the Node is absent: 11 naming nodeName, nothing left running; the retry once it is back succeeds', async () => {
+  const node = uniqueName('replaced');
+  const uid = await scenario.cluster.createPod('web-0', node);
   const add = () =>
     runShim({
       command: 'ADD',
       containerId: `ctr-${uid}`,
       netns: `/var/run/netns/${uid}`,
       ifName: 'eth0',
-      args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: 'typo', K8S_POD_UID: uid },
-      stdin: netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: ghost }),
+      args: { K8S_POD_NAMESPACE: scenario.cluster.namespace, K8S_POD_NAME: 'web-0', K8S_POD_UID: uid },
+      stdin: netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node }),
     });
   // A runtime repeats an ADD that failed: the answer is the same each time.
   for (let call = 0; call < 2; call++) {
     const outcome = await add();
     expect(outcome.exitCode).toBe(1);
-    expect(outcome.json?.code).toBe(7);
-    expect(String(outcome.json?.msg)).toContain(`nodeName: node "${ghost}" does not exist`);
+    expect(outcome.json?.code).toBe(11);
+    expect(String(outcome.json?.msg)).toContain(`nodeName: node "${node}" does not exist in the cluster now`);
     expect(await statusOf(leaseWorkflowId(uid, 'eth0'))).toBe('COMPLETED');
   }
-  expect(await statusOf(nodeWorkflowId(ghost))).toBe('absent');
+  expect(await statusOf(nodeWorkflowId(node))).toBe('absent');
+  expect((await scenario.leaseState(uid)).addresses).toEqual([]);
+
+  // The kubelet registers the Node again: the runtime's next retry gets addresses.
+  await scenario.cluster.createNode(node);
+  const retried = await add();
+  expect(retried.exitCode).toBe(0);
+  const ips = (retried.json?.ips as Array<{ address: string }>).map((ip) => ip.address.split('/')[0]);
   const state = await scenario.leaseState(uid);
-  expect(state.phase).toBe('Released');
-  expect(state.addresses).toEqual([]);
+  expect(state.phase).toBe('Active');
+  expect(state.addresses.map((a) => a.address)).toEqual(ips);
 }, 120_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(scenario.temporal, 2);
+  await expectReplayed(scenario.temporal, 3);
 });

@@ -50,8 +50,9 @@ test("every workflow's validator rejects a bad ADD with zod's message and accept
   // Sequentially: the first lease loads zod into the context, the others find it there.
   for (const podUid of [uniqueName('zod-a'), uniqueName('zod-b'), uniqueName('zod-c')]) {
     const start = startOf(podUid);
-    expect(await consumeLease(t.env.client, t.taskQueue, start, bad).catch(rejection)).toBe(expected);
-    const grant = await consumeLease(t.env.client, t.taskQueue, start, { ...bad, containerId: 'ctr-1' });
+    const request = { ...bad, terms: termsOf(start) };
+    expect(await consumeLease(t.env.client, t.taskQueue, start, request).catch(rejection)).toBe(expected);
+    const grant = await consumeLease(t.env.client, t.taskQueue, start, { ...request, containerId: 'ctr-1' });
     expect(grant.addresses).toEqual(addresses);
   }
 });
