@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
+import type { PreProduce } from '../../domain/config';
 import { OfferBook, type OfferBookOptions } from '../../worker/agent/offers';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { durableFiles } from '../../storage/durable-files';
@@ -27,13 +28,24 @@ export const openTestOffers = (
 export const offersOnDisk = async (dir: string): Promise<number> => (await durableFiles(dir, '.json')).length;
 
 /** The scenario node's pre-producer (ipam leases of the test network), offering into `offers`. */
-export const preProduceOn = (scenario: Scenario, nodeName: string, offers: OfferBook): PreProducer =>
+export const preProduceOn = (
+  scenario: Scenario,
+  nodeName: string,
+  offers: OfferBook,
+  settings: Partial<PreProduce> = {},
+): PreProducer =>
   startPreProducing({
     client: scenario.temporal.client,
     kube: scenario.cluster.clients,
     reader: new ClusterReader(scenario.cluster.clients.core),
     nodeName,
     taskQueue: scenario.temporal.taskQueue,
-    settings: { network: 'netlease-test', pool: scenario.temporal.taskQueue, mode: 'ipam', ifName: 'eth0' },
+    settings: {
+      network: 'netlease-test',
+      pool: scenario.temporal.taskQueue,
+      mode: 'ipam',
+      ifName: 'eth0',
+      ...settings,
+    },
     offers,
   });

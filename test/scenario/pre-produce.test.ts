@@ -12,6 +12,7 @@ import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import type { OfferBook } from '../../worker/agent/offers';
 import { leaseWorkflowId } from '../../domain/ids';
 import type { LeaseStart } from '../../domain/lease';
+import { preProduced } from '../../observability/agent-metrics';
 import { silentLog } from '../../observability/log';
 import { leaseStartOptions } from '../../temporal/leases';
 import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
@@ -293,6 +294,30 @@ test('host-network pods and pods of other nodes get no lease', async () => {
         (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
       );
     expect(found).toBe('absent');
+  }
+}, 60_000);
+
+test('a preProduce pool the control plane does not serve: no lease is pre-produced', async () => {
+  const elsewhere = uniqueName('unserved-node');
+  await scenario.cluster.createNode(elsewhere);
+  const skipped = () =>
+    preProduced.get().then((m) => m.values.find((v) => v.labels.result === 'unservedPool')?.value ?? 0);
+  const before = await skipped();
+  const unserved = preProduceOn(scenario, elsewhere, offers, { pool: 'nosuchpool' });
+  try {
+    const uid = await scenario.cluster.createPod('unserved', elsewhere);
+    expect(await waitForValue(skipped, (n) => n > before, 30_000)).toBe(before + 1);
+    expect(unserved.started.has(uid)).toBe(true);
+    const found = await scenario.temporal.client.workflow
+      .getHandle(leaseWorkflowId(uid, 'eth0'))
+      .describe()
+      .then(
+        () => 'found',
+        (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
+      );
+    expect(found).toBe('absent');
+  } finally {
+    unserved.stop();
   }
 }, 60_000);
 

@@ -20,6 +20,7 @@ import { LEASE_WORKFLOW_TYPE, offerUpdate } from '../../workflows/lease-messages
 import type { ClusterReader } from '../../kubernetes/cluster-reader';
 import type { KubeClients } from '../../kubernetes/kube';
 import { leaseStartOptions } from '../../temporal/leases';
+import { poolIsServed } from '../../temporal/pools';
 import { preProduced } from '../../observability/agent-metrics';
 import { errorMessage, silentLog, type Log } from '../../observability/log';
 import { watchForever, type WatchLoop } from '../../kubernetes/watch-loop';
@@ -86,6 +87,15 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
     const start = leaseStartFor(pod, nodeName, settings);
     const options = leaseStartOptions(taskQueue, start);
     const fields = { leaseId: options.workflowId, pod: `${pod.namespace}/${pod.name}` };
+    // A pool the control plane does not serve would make a lease that only fails: the ADD says why.
+    if (!(await poolIsServed(client, settings.pool))) {
+      preProduced.inc({ result: 'unservedPool' });
+      log.warn(
+        { ...fields, pool: settings.pool },
+        'preProduce.pool is not a pool the control plane serves: lease not pre-produced',
+      );
+      return;
+    }
     try {
       // USE_EXISTING: a lease already running (a racing ADD, an earlier agent) is joined, not restarted.
       await client.workflow.start(LEASE_WORKFLOW_TYPE, {
