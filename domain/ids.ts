@@ -14,7 +14,10 @@ export const addUpdateId = (containerId: string, ifName: string, call: string): 
 export const delUpdateId = (containerId: string, ifName: string, call: string): string =>
   `del/${containerId}/${ifName}/${call}`;
 
-/** Update ids of workflow-to-workflow calls, derived from the caller so retries de-duplicate. */
+/**
+ * Ids of a lease run's allocation and release, operations of the node's batch update: derived
+ * from the caller so retries de-duplicate (the node remembers each answer by its id).
+ */
 export const allocateUpdateId = (leaseId: string, run: string): string => `allocate/${leaseId}/${run}`;
 export const releaseUpdateId = (leaseId: string, run: string): string => `release/${leaseId}/${run}`;
 /** A batch of a node's allocations and releases: unique per call, its operations keep their ids. */

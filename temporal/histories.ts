@@ -66,6 +66,7 @@ interface Applied {
 }
 
 function appliedBy({ name, arg }: Accepted, result: unknown): Applied[] {
+  // Node runs from before batches answered one `allocate` or `release` per update.
   if (name === 'allocate' || name === 'release')
     return Array.isArray(result)
       ? [{ kind: name, owner: ownerOf(name, arg), grants: result as AddressGrant[] }]

@@ -46,7 +46,7 @@ export interface ReleaseAddressRequest {
 }
 
 /**
- * One allocation or release inside a batch. `id` is what its own update id would be
+ * One allocation or release inside a batch. `id` is the lease run's operation id
  * (`allocate/<leaseId>/<run>`, `release/<leaseId>/<run>`): the node remembers answers by it.
  */
 export type NodeOperation =
@@ -75,8 +75,6 @@ export const NODE_WORKFLOW_TYPE = 'nodeWorkflow';
  * and send it as batches, one in flight at a time, instead of one update per lease.
  */
 export const batchUpdate = defineUpdate<OperationOutcome[], [NodeOperation[]]>('batch');
-/** One allocation per update: what callers before batches sent; still answered. */
-export const allocateUpdate = defineUpdate<AddressGrant[], [AllocateRequest]>('allocate');
 /** Imports an allocation made elsewhere; refuses an address another owner holds (seed 000). */
 export const loadAllocationUpdate = defineUpdate<void, [{ pool: PoolSpec; allocation: Allocation }]>(
   'loadAllocation',
@@ -85,6 +83,4 @@ export const loadAllocationUpdate = defineUpdate<void, [{ pool: PoolSpec; alloca
 export const nodeObservedSignal = defineSignal<[IncarnationEvent]>('nodeObserved');
 /** The node incarnation with this UID is gone (verified by a quorum read). */
 export const nodeDeletedSignal = defineSignal<[IncarnationEvent]>('nodeDeleted');
-/** One release per update: what callers before batches sent; still answered. */
-export const releaseUpdate = defineUpdate<AddressGrant[], [ReleaseAddressRequest]>('release');
 export const nodeStateQuery = defineQuery<NodeState>('state');

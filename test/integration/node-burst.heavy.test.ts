@@ -6,21 +6,16 @@ import {
   Connection,
   defaultGrpcRetryOptions,
   makeGrpcRetryInterceptor,
-  WithStartWorkflowOperation,
   type GrpcRetryOptions,
 } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { addressActivities, type ProduceInput } from '../../activities/addresses';
 import type { AddressGrant } from '../../domain/allocation';
-import { allocateUpdateId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
-import {
-  allocateUpdate,
-  NODE_WORKFLOW_TYPE,
-  nodeStateQuery,
-  releaseUpdate,
-} from '../../workflows/node-messages';
+import { nodeWorkflowId } from '../../domain/ids';
+import { NODE_WORKFLOW_TYPE, nodeStateQuery } from '../../workflows/node-messages';
 import { waitFor } from '../../tools/processes';
 import { prebuiltBundle } from '../../worker/control/bundle';
+import { nodeOperations } from '../harness/node-operations';
 import { expectReplayed } from '../harness/replay';
 import { temporalAddress, testConfig, uniqueName, withControlWorker } from '../harness/temporal';
 
@@ -69,26 +64,18 @@ async function fillHistory(client: Client, node: string, limit: number, target: 
   const pool = config.pools[0];
   if (!pool) throw new Error('test config has no pool');
   const handle = client.workflow.getHandle(nodeWorkflowId(node));
-  const start = () =>
-    new WithStartWorkflowOperation(NODE_WORKFLOW_TYPE, {
-      workflowId: nodeWorkflowId(node),
-      taskQueue: ctx.temporal.taskQueue,
-      args: [{ nodeName: node, historyLimit: limit }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
+  const direct = nodeOperations({
+    client,
+    taskQueue: ctx.temporal.taskQueue,
+    nodeName: node,
+    historyLimit: limit,
+  });
   let updates = 0;
   const op = async (owner: string, keep: boolean) => {
     updates += keep ? 1 : 2;
-    await client.workflow.executeUpdateWithStart(allocateUpdate, {
-      args: [{ owner, podUid: owner, pool, run: 'warm' }],
-      updateId: allocateUpdateId(owner, 'warm'),
-      startWorkflowOperation: start(),
-    });
+    await direct.allocate({ owner, podUid: owner, pool, run: 'warm' });
     if (keep) return;
-    await handle.executeUpdate(releaseUpdate, {
-      args: [{ owner, pool: pool.name, cooldownMs: 0, run: 'warm' }],
-      updateId: releaseUpdateId(owner, 'warm'),
-    });
+    await direct.release({ owner, pool: pool.name, cooldownMs: 0, run: 'warm' });
   };
   let n = 0;
   let length = 0;

@@ -1,15 +1,10 @@
 // The node workflow continues-as-new under a long run of operations without losing an
 // allocation or answering a repeated update differently.
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { AddressGrant } from '../../domain/allocation';
 import { PoolSpecSchema } from '../../domain/config';
-import { allocateUpdateId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
-import {
-  allocateUpdate,
-  NODE_WORKFLOW_TYPE,
-  nodeStateQuery,
-  releaseUpdate,
-} from '../../workflows/node-messages';
+import { nodeWorkflowId } from '../../domain/ids';
+import { nodeStateQuery } from '../../workflows/node-messages';
+import { nodeOperations } from '../harness/node-operations';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
@@ -24,24 +19,10 @@ test('continue-as-new keeps allocations and remembered answers', async () => {
   const node = uniqueName('node');
   const workflowId = nodeWorkflowId(node);
   const run = 'run-1';
-  const start = () =>
-    new WithStartWorkflowOperation(NODE_WORKFLOW_TYPE, {
-      workflowId,
-      taskQueue: ctx.temporal.taskQueue,
-      args: [{ nodeName: node, historyLimit: 120 }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-  const allocateFor = (owner: string) =>
-    ctx.temporal.client.workflow.executeUpdateWithStart(allocateUpdate, {
-      args: [{ owner, podUid: owner, pool, run }],
-      updateId: allocateUpdateId(owner, run),
-      startWorkflowOperation: start(),
-    });
-  const releaseFor = (owner: string) =>
-    ctx.temporal.client.workflow.getHandle(workflowId).executeUpdate(releaseUpdate, {
-      args: [{ owner, pool: pool.name, cooldownMs: 0, run }],
-      updateId: releaseUpdateId(owner, run),
-    });
+  const { client, taskQueue } = ctx.temporal;
+  const ops = nodeOperations({ client, taskQueue, nodeName: node, historyLimit: 120 });
+  const allocateFor = (owner: string) => ops.allocate({ owner, podUid: owner, pool, run });
+  const releaseFor = (owner: string) => ops.release({ owner, pool: pool.name, cooldownMs: 0, run });
 
   const answers = new Map<string, AddressGrant[]>();
   const released = new Set<string>();

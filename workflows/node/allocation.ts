@@ -1,0 +1,186 @@
+// Allocation and release of a node's addresses. An allocation is answered in the workflow task
+// that delivers it (no await between finding a free address and taking it); only one that needs
+// a new block waits, and the node acquires its next block ahead of need, so a burst does not keep
+// updates in flight.
+import { ApplicationFailure, log, patched } from '@temporalio/workflow';
+import {
+  AllocationConflict,
+  allocate,
+  expireCooldowns,
+  grantOf,
+  load,
+  release,
+  runningLow,
+  type AddressGrant,
+  type Allocation,
+  type AllocationOutcome,
+  type AllocationTable,
+} from '../../domain/allocation';
+import type { Family } from '../../domain/cidr';
+import type { PoolSpec } from '../../domain/config';
+import { acquireBlockUpdateId } from '../../domain/ids';
+import { FailureType } from '../../domain/lease';
+import { toApplicationFailure } from '../failures';
+import type { AllocateRequest, ReleaseAddressRequest } from '../node-messages';
+import { acquireBlock } from './block-activities';
+import type { Incarnations } from './incarnations';
+import type { NodeRun } from './run';
+
+/** Released lease runs remembered: far more than a node has leases in flight at once. */
+const RUNS_KEPT = 2000;
+
+const runKey = (owner: string, run: string) => `${owner}@${run}`;
+
+/** Marks histories in which the node acquires blocks ahead of need (older ones never did). */
+const ACQUIRE_AHEAD = 'acquire-blocks-ahead';
+
+/** A block being acquired: one at a time, as when every allocation waited its turn. */
+interface Acquisition {
+  pool: string;
+  family: Family;
+  incarnation: string;
+  done: Promise<void>;
+}
+
+export class Allocator {
+  private acquisition: Acquisition | undefined;
+
+  constructor(
+    private readonly run: NodeRun,
+    private readonly incarnations: Incarnations,
+  ) {}
+
+  /** No block is on its way: the run may continue-as-new. */
+  idle(): boolean {
+    return this.acquisition === undefined;
+  }
+
+  /** Whether a block is on its way to this incarnation (its blocks must not go back before it lands). */
+  acquiringFor(incarnation: string): boolean {
+    return this.acquisition?.incarnation === incarnation;
+  }
+
+  /** allocate: one address per pool family for the owner lease, from this incarnation's blocks. */
+  async allocate(request: AllocateRequest): Promise<AddressGrant[]> {
+    for (;;) {
+      const outcome = this.allocateNow(request);
+      if (outcome.kind === 'granted') return outcome.allocations.map((a) => grantOf(request.pool, a));
+      await this.blockFor(request.pool, outcome.family);
+    }
+  }
+
+  /** release: the owner's addresses go back, each cooling down before it can be handed out again. */
+  release(request: ReleaseAddressRequest): AddressGrant[] {
+    const { state } = this.run;
+    if (request.run) {
+      const kept = (state.releasedRuns ?? []).slice(-RUNS_KEPT + 1);
+      state.releasedRuns = [...kept, runKey(request.owner, request.run)];
+    }
+    const pool = state.pools[request.pool];
+    const released = release(this.run.tableOf(request.pool), request.owner, Date.now(), request.cooldownMs);
+    return pool ? released.map((a) => grantOf(pool, a)) : [];
+  }
+
+  /** An allocation made elsewhere; refused (nothing changes) when another owner holds the address. */
+  load(pool: PoolSpec, allocation: Allocation): void {
+    this.run.state.pools[pool.name] = pool;
+    try {
+      load(this.run.tableOf(pool.name), allocation);
+    } catch (err) {
+      if (err instanceof AllocationConflict)
+        throw ApplicationFailure.nonRetryable(err.message, FailureType.conflict);
+      throw err;
+    }
+  }
+
+  /** The allocation from the blocks the node holds now, without awaiting anything. */
+  private allocateNow(request: AllocateRequest): AllocationOutcome {
+    const { state } = this.run;
+    if (request.run && this.wasReleased(request.owner, request.run)) {
+      // Released while its allocation was on the way (release cancels a producing lease).
+      throw ApplicationFailure.nonRetryable(`lease ${request.owner} was released`, FailureType.released);
+    }
+    if (request.incarnation) this.incarnations.observe(request.incarnation);
+    if (request.incarnation && request.incarnation !== state.incarnation) {
+      throw ApplicationFailure.nonRetryable(
+        `node ${this.run.nodeName} incarnation ${request.incarnation} is gone`,
+        FailureType.invalidConfig,
+      );
+    }
+    state.pools[request.pool.name] = request.pool;
+    const table = this.run.tableOf(request.pool.name);
+    expireCooldowns(table, Date.now());
+    const outcome = allocate(table, request.pool, {
+      owner: request.owner,
+      podUid: request.podUid,
+      incarnation: state.incarnation,
+    });
+    if (outcome.kind === 'granted') this.acquireAheadIfLow(request.pool, table, outcome.allocations);
+    return outcome;
+  }
+
+  private wasReleased(owner: string, run: string): boolean {
+    // Runs carried from before the key named the owner are plain run ids.
+    const released = this.run.state.releasedRuns ?? [];
+    return released.includes(runKey(owner, run)) || released.includes(run);
+  }
+
+  /**
+   * Waits for a block: the one on its way, else a new one. Once history is full no new wait
+   * starts, so the handlers finish and the run continues-as-new; the caller sends it again.
+   */
+  private blockFor(pool: PoolSpec, family: Family): Promise<void> {
+    const current = this.acquisition;
+    if (current?.pool === pool.name && current.family === family) return current.done;
+    if (current) return current.done.catch(() => undefined); // another family's: then try again
+    if (this.run.historyFull()) {
+      throw ApplicationFailure.retryable(
+        `node ${this.run.nodeName} is continuing as new; send the request again`,
+        FailureType.nodeContinuing,
+      );
+    }
+    return this.startAcquisition(pool, family);
+  }
+
+  /** An allocation left its family short: its next block is acquired now, in the background. */
+  private acquireAheadIfLow(pool: PoolSpec, table: AllocationTable, allocations: Allocation[]): void {
+    if (this.acquisition || this.run.historyFull()) return;
+    const low = allocations.find((a) => runningLow(table, a));
+    if (!low || !patched(ACQUIRE_AHEAD)) return;
+    this.startAcquisition(pool, low.family).catch((err: unknown) =>
+      // Nobody waits for it: an allocation that needs the block will ask again and fail itself.
+      log.warn('block acquired ahead of need failed', { node: this.run.nodeName, error: String(err) }),
+    );
+  }
+
+  private startAcquisition(pool: PoolSpec, family: Family): Promise<void> {
+    const { incarnation } = this.run.state;
+    const done = this.acquireBlock(pool, family, incarnation).finally(() => {
+      this.acquisition = undefined;
+    });
+    this.acquisition = { pool: pool.name, family, incarnation, done };
+    return done;
+  }
+
+  /** One more block of a family from the pool workflow. */
+  private async acquireBlock(pool: PoolSpec, family: Family, incarnation: string): Promise<void> {
+    const seq = ++this.run.state.blockRequests;
+    const cidr = await acquireBlock({
+      pool,
+      node: this.run.nodeName,
+      incarnation,
+      family,
+      updateId: acquireBlockUpdateId(this.run.nodeName, incarnation, family, seq),
+    }).catch((err: unknown) => {
+      throw toApplicationFailure(err, FailureType.exhausted);
+    });
+    const table = this.run.tableOf(pool.name);
+    if (table.blocks.some((b) => b.cidr === cidr)) {
+      throw ApplicationFailure.nonRetryable(
+        `pool ${pool.name} handed block ${cidr} twice`,
+        FailureType.conflict,
+      );
+    }
+    table.blocks.push({ cidr, family, incarnation });
+  }
+}
