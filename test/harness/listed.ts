@@ -11,8 +11,13 @@ export async function untilListed(
   listed: (leases: KnownLease[]) => boolean,
   timeoutMs = 10_000,
 ): Promise<void> {
-  const leases = await waitForValue(() => knownLeases(client, taskQueue), listed, timeoutMs);
-  if (!listed(leases)) throw new Error(`visibility did not list the expected leases within ${timeoutMs} ms`);
+  await waitForValue(
+    () => knownLeases(client, taskQueue),
+    listed,
+    timeoutMs,
+    100,
+    'visibility to list the expected leases',
+  );
 }
 
 /** The leases of all these pods are listed. */

@@ -72,6 +72,8 @@ function privateCniPaths(): AgentCniPaths {
 export const NODE_AGENT_ENTRY = join(__dirname, '..', '..', 'worker', 'agent', 'node-agent.js');
 
 export interface NodeAgentProcess extends Tracked {
+  /** How it ended: its exit code, or the signal that killed it. */
+  ended: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   output(): string;
   stop(): Promise<void>;
 }
@@ -97,10 +99,11 @@ export function startNodeAgentProcess(
   tracked.child.stderr?.on('data', (d: Buffer) => (text += d.toString()));
   // Its exit counts once its output is read to the end ('close', not 'exit'): a test reads the
   // last line the agent wrote before it died.
-  const exited = new Promise<number | null>((resolve) =>
-    tracked.child.once('close', (code) => resolve(code)),
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    tracked.child.once('close', (code, signal) => resolve({ code, signal })),
   );
-  return { ...tracked, exited, output: () => text, stop: () => stopPid(tracked.pid) };
+  const exited = ended.then(({ code }) => code);
+  return { ...tracked, ended, exited, output: () => text, stop: () => stopPid(tracked.pid) };
 }
 
 /** A host namespace and an in-process node agent for the whole test file; `host` is set before tests run. */

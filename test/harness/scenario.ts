@@ -119,9 +119,13 @@ export class Scenario {
       this.leaseState(podUid).catch((err: unknown) =>
         err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err),
       );
-    const state = await waitForValue(read, (s) => s?.phase === phase, timeoutMs, 200);
-    if (!state) throw new Error(`lease of pod ${podUid} did not appear within ${timeoutMs} ms`);
-    return state;
+    return waitForValue(
+      read,
+      (s): s is LeaseState => s?.phase === phase,
+      timeoutMs,
+      200,
+      `lease of pod ${podUid} in ${phase}`,
+    );
   }
 
   /** The allocation table of this scenario's pool on a node. */

@@ -80,7 +80,8 @@ test('VERSION is answered by the shim with no agent at all', async () => {
 
 test('agent down: ADD and CHECK 11 naming the socket, STATUS 50, DELs queued and applied after SIGKILLs', async () => {
   agent = await startAgent();
-  const pods = [randomUUID(), randomUUID(), randomUUID()];
+  // Six DELs in the queue: the agent killed after applying the first still has some left.
+  const pods = Array.from({ length: 6 }, () => randomUUID());
   for (const uid of pods) expect((await runShim(call('ADD', uid))).exitCode).toBe(0);
 
   process.kill(agent.pid, 'SIGKILL');
@@ -90,20 +91,22 @@ test('agent down: ADD and CHECK 11 naming the socket, STATUS 50, DELs queued and
   expect((await runShim(call('CHECK', pods[0] as string))).json).toMatchObject({ code: 11 });
   expect((await runShim(call('STATUS', pods[0] as string))).json).toMatchObject({ code: 50 });
   for (const uid of pods) expect((await runShim(call('DEL', uid))).exitCode).toBe(0);
-  expect(queued()).toHaveLength(3);
+  expect(queued()).toHaveLength(pods.length);
   for (const uid of pods) expect(await attachmentsOf(uid)).toHaveLength(1); // nothing applied yet
 
-  // An agent killed as soon as it applied the first queued DEL loses nothing: the next one
-  // applies the rest (a DEL applied twice is a no-op).
-  const killed = await startAgent(() => queued().length < 3);
+  // An agent killed mid-queue, as soon as it applied the first queued DEL, loses nothing: the
+  // next one applies the rest (a DEL applied twice is a no-op).
+  const killed = await startAgent(() => queued().length < pods.length);
   process.kill(killed.pid, 'SIGKILL');
-  await killed.exited;
+  expect((await killed.ended).signal).toBe('SIGKILL'); // killed, not exited after its drain
   const leftByKilled = queued().length;
+  expect(leftByKilled).toBeGreaterThan(0); // DELs were still queued when it died...
+  expect(leftByKilled).toBeLessThan(pods.length); // ...after it had applied one
+  expect(killed.output()).not.toContain('"msg":"queued DELs applied"'); // its drain never finished
   agent = await startAgent();
   expect(await waitFor(() => queued().length === 0, 30_000)).toBe(true);
   for (const uid of pods) expect(await attachmentsOf(uid)).toEqual([]);
-  if (leftByKilled > 0)
-    expect(agent.output()).toMatch(new RegExp(`"applied":${leftByKilled},.*"msg":"queued DELs applied"`));
+  expect(agent.output()).toMatch(new RegExp(`"applied":${leftByKilled},.*"msg":"queued DELs applied"`));
 }, 120_000);
 
 const DEL_DEADLINE_S = 3;

@@ -20,6 +20,7 @@ import { untilListed } from '../harness/listed';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { quietRuntime, temporalAddress, uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
 
 const CLI = join(__dirname, '..', '..', 'cli', 'netleasectl.js');
 
@@ -85,8 +86,16 @@ beforeAll(async () => {
   }
   await signalRelease(scenario.temporal.client, leaseWorkflowId(uids.c as string, 'eth0'), 'test: c is done');
   await scenario.waitForPhase(uids.c as string, 'Released');
-  // After the 1 s cooldown, c's address goes to the next pod: `ip` shows both holders.
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // Once c's address leaves its 1 s cooldown, it goes to the next pod: `ip` shows both holders.
+  const coolingUntil = async () => (await scenario.table(node))?.cooldowns[v4('c')];
+  expect(await coolingUntil()).toBeGreaterThan(0); // cooling now: the wait below is for something
+  await waitForValue(
+    coolingUntil,
+    (until) => until !== undefined && until <= Date.now(),
+    10_000,
+    50,
+    `${v4('c')} to leave its cooldown`,
+  );
   uids.d = await cluster.createPod('d', node);
   grants.d = await scenario.add('d', uids.d, node);
 }, 120_000);
