@@ -49,7 +49,7 @@ export const deleteQueueLength = new Gauge({
 
 export const preProduced = new Counter({
   name: 'netlease_preproduced_leases_total',
-  help: 'Pre-produce starts for pods bound to this node: started (now, or already running), closed (ran before; not restarted), unservedPool (preProduce.pool not served: none started).',
+  help: 'Pre-produce starts for pods bound to this node: started (now, or already running), closed (ran before; not restarted), unservedPool (preProduce.pool not served by the control plane yet: asked again later).',
   labelNames: ['result'] as const,
   registers: [agentRegistry],
 });

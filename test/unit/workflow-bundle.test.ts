@@ -25,7 +25,7 @@ const zodTargets = (): string[] =>
 
 test('the holder of the shared zod is preloaded into the V8 context', () => {
   const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code)?.[1] ?? '';
-  expect(preload).toMatch(/__webpack_require__\([^)]*"[^"]*\/worker\/sandbox\/shared-zod\.js"\)/);
+  expect(preload).toMatch(/__webpack_require__\([^)]*"[^"]*\/worker\/control\/sandbox\/shared-zod\.js"\)/);
 });
 
 test("bundled code gets zod through the stand-in; only the holder requires zod's own module", () => {

@@ -5,6 +5,7 @@
 // before anything is reserved (seed 002). The reservation is bound to the pod UID (seed 003), and
 // a pod deleted before its ADD is released by the control plane's usual verified path.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowUpdateFailedError,
@@ -87,15 +88,6 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
     const start = leaseStartFor(pod, nodeName, settings);
     const options = leaseStartOptions(taskQueue, start);
     const fields = { leaseId: options.workflowId, pod: `${pod.namespace}/${pod.name}` };
-    // A pool the control plane does not serve would make a lease that only fails: the ADD says why.
-    if (!(await poolIsServed(client, settings.pool))) {
-      preProduced.inc({ result: 'unservedPool' });
-      log.warn(
-        { ...fields, pool: settings.pool },
-        'preProduce.pool is not a pool the control plane serves: lease not pre-produced',
-      );
-      return;
-    }
     try {
       // USE_EXISTING: a lease already running (a racing ADD, an earlier agent) is joined, not restarted.
       await client.workflow.start(LEASE_WORKFLOW_TYPE, {
@@ -129,12 +121,57 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
     });
   };
 
-  const loop: WatchLoop = watchForever(
-    options.kube,
-    '/api/v1/pods',
-    handle,
-    (err) => log.warn({ watch: 'pods', error: errorMessage(err) }, 'watch error; reopening'),
-    { fieldSelector: `spec.nodeName=${nodeName}` },
+  const stopping = new AbortController();
+  // The watch opens once the pool is served: its first events are then every pod bound meanwhile.
+  const loop: Promise<WatchLoop | undefined> = untilPoolServed(
+    client,
+    settings.pool,
+    log,
+    stopping.signal,
+  ).then((served) =>
+    served
+      ? watchForever(
+          options.kube,
+          '/api/v1/pods',
+          handle,
+          (err) => log.warn({ watch: 'pods', error: errorMessage(err) }, 'watch error; reopening'),
+          { fieldSelector: `spec.nodeName=${nodeName}` },
+        )
+      : undefined,
   );
-  return { started, stop: () => loop.stop() };
+  return {
+    started,
+    stop: () => {
+      stopping.abort();
+      void loop.then((watch) => watch?.stop());
+    },
+  };
+}
+
+const POOL_CHECK_MAX_MS = 30_000;
+
+/**
+ * A pool the control plane does not serve (not yet started, or a preProduce.pool that is no pool
+ * of its config) would only make leases that fail: wait until it is served, saying so. False: stopped.
+ */
+async function untilPoolServed(
+  client: Client,
+  pool: string,
+  log: Log,
+  stopped: AbortSignal,
+): Promise<boolean> {
+  for (let waitMs = 1000; !stopped.aborted; waitMs = Math.min(waitMs * 2, POOL_CHECK_MAX_MS)) {
+    const served = await poolIsServed(client, pool).catch((err: unknown) => {
+      log.warn({ pool, error: errorMessage(err) }, 'preProduce: cannot ask whether the pool is served');
+      return false;
+    });
+    if (served) return true;
+    preProduced.inc({ result: 'unservedPool' });
+    log.warn(
+      { pool, retryInMs: waitMs },
+      'preProduce.pool is not served by the control plane: nothing pre-produced yet',
+    );
+    await sleep(waitMs, undefined, { signal: stopped }).catch(() => undefined);
+  }
+  return false;
 }
