@@ -6,7 +6,9 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
+  getCurrentDetails,
   isCancellation,
+  log,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -34,6 +36,7 @@ import {
 } from '../domain/lease';
 import { OfferAnswerSchema, type Offer, type OfferAnswer } from '../domain/offer';
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
+import { describeIssues } from '../domain/text-schemas';
 import { activateOnNode, addressList, deactivateOnNode, revokeOfferOnNode, summary } from './dataplane';
 import { causeOf, describe, toApplicationFailure } from './failures';
 import {
@@ -63,13 +66,24 @@ const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>
   },
 });
 
+/** The release reason of a lease whose workflow was cancelled (UI, `temporal workflow cancel`). */
+export const CANCELLED_REASON = 'cancelled: a cancellation of the lease workflow was requested';
+
 export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
   const lease = new Lease(start);
   lease.registerHandlers();
-  if (await lease.produce()) await lease.activateUntilReleased();
-  await lease.release();
-  await condition(allHandlersFinished);
-  return lease.state;
+  try {
+    if (await lease.produce()) await lease.activateUntilReleased();
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    lease.cancelled();
+  }
+  // A cancelled lease still gives its addresses back: release runs whatever is cancelled.
+  return CancellationScope.nonCancellable(async () => {
+    await lease.release();
+    await condition(allHandlersFinished);
+    return lease.state;
+  });
 }
 
 class Lease {
@@ -108,17 +122,39 @@ class Lease {
     setHandler(podRunningSignal, () => this.confirmRunning(), {
       description: 'Sent by netlease when the pod is Running (not for operators).',
     });
-    setHandler(
-      releaseSignal,
-      (request) => {
-        this.releaseRequest ??= ReleaseSchema.parse(request);
-      },
-      { description: 'Release the lease: deactivate and return its addresses. Input: {"reason":"manual"}' },
-    );
+    setHandler(releaseSignal, (request: unknown) => this.requestRelease(request), {
+      description:
+        'Release the lease: deactivate and return its addresses. Input: {"reason":"manual"} (without a reason it is ignored).',
+    });
     setHandler(retrySignal, () => this.retryParked(), {
       description: 'Run a parked (ActivationFailed) activation again with a fresh budget. No input.',
     });
     setHandler(leaseStateQuery, () => this.state, { description: 'The whole lease state.' });
+    // A cancellation request (UI, `temporal workflow cancel`) is a release: every wait sees it.
+    CancellationScope.current().cancelRequested.catch(() => this.cancelled());
+  }
+
+  /**
+   * The `release` signal. A signal cannot be refused, and a handler that throws fails every
+   * workflow task, wedging the lease: input without a reason (none, `{}`) is ignored, logged and
+   * shown in the current details. Release takes the addresses from a pod that may be running, so
+   * it is never guessed from an empty form.
+   */
+  private requestRelease(request: unknown): void {
+    const parsed = ReleaseSchema.safeParse(request);
+    if (parsed.success) {
+      this.releaseRequest ??= parsed.data;
+      return;
+    }
+    const problems = request === undefined ? 'no input' : describeIssues(parsed.error);
+    const text = `ignored a release signal (${problems}): send {"reason":"<why>"} to release the lease`;
+    log.warn(text, { leaseId: this.leaseId });
+    setCurrentDetails(`${getCurrentDetails().split(NOTE)[0] ?? ''}${NOTE}${text}`);
+  }
+
+  /** The workflow was cancelled: released like any release, the reason says so. */
+  cancelled(): void {
+    this.releaseRequest ??= { reason: CANCELLED_REASON, nodeGone: false };
   }
 
   /** produce: reserve the addresses for this pod. A release meanwhile cancels it. */
@@ -189,7 +225,7 @@ class Lease {
   private async consume(request: ConsumeRequest): Promise<LeaseGrant> {
     await this.produced();
     const attachment = this.claim(request);
-    await condition(
+    await this.until(
       () => attachment.status === 'active' || attachment.status === 'parked' || this.releasing(),
     );
     if (attachment.status !== 'active') {
@@ -203,7 +239,7 @@ class Lease {
 
   /** Until the addresses are reserved; a lease that failed to produce or is released refuses. */
   private async produced(): Promise<void> {
-    await condition(() => this.state.addresses.length > 0 || this.isOver());
+    await this.until(() => this.state.addresses.length > 0 || this.isOver());
     if (this.produceFailure) throw this.produceFailure;
     if (this.releasing()) throw failure(`lease is ${this.state.phase}`, FailureType.released);
   }
@@ -290,7 +326,10 @@ class Lease {
     const settled = await condition(
       () => this.podRunning || this.state.phase !== 'Active',
       `${seconds} seconds`,
-    );
+    ).catch((err: unknown) => {
+      if (isCancellation(err)) return true; // cancelled: the lease is released
+      throw err;
+    });
     if (!settled && this.state.phase === 'Active')
       this.enter('Stalled', `active for ${seconds} s but the pod is not Running`);
   }
@@ -363,9 +402,20 @@ class Lease {
     }
   }
 
+  /** A handler's wait: a cancellation ends it as a release does (cancelled() ran first), not with an error. */
+  private async until(done: () => boolean): Promise<void> {
+    await condition(done).catch((err: unknown) => {
+      if (!isCancellation(err)) throw err;
+    });
+  }
+
   private async cancelledByRelease<T>(work: () => Promise<T>): Promise<T> {
     const scope = new CancellationScope();
-    void condition(() => this.releasing()).then(() => scope.cancel());
+    // A cancelled workflow rejects this wait (it cancels the scope itself): not an unhandled rejection.
+    void condition(() => this.releasing()).then(
+      () => scope.cancel(),
+      () => undefined,
+    );
     return scope.run(work);
   }
 
@@ -409,6 +459,9 @@ function attachmentFor(
   const { containerId, netns, ifName, routes, links } = sandbox;
   return { containerId, netns, ifName, status, ...(routes ? { routes } : {}), ...(links ? { links } : {}) };
 }
+
+/** Where the current details' note of an ignored signal starts (one note: the latest). */
+const NOTE = '\n\n**Note:** ';
 
 function failure(message: string, type: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, type);

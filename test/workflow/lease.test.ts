@@ -19,6 +19,8 @@ import {
   releaseSignal,
   retrySignal,
 } from '../../workflows/lease-messages';
+import { CANCELLED_REASON } from '../../workflows/lease';
+import { currentDetails } from '../harness/history';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
@@ -46,6 +48,7 @@ let linkFixed = false;
 /** What the node's revokeOffer answers per lease id (the sandbox the agent answered), and the calls. */
 const answeredFromOffer = new Map<string, OfferAnswer>();
 const revocations: Array<{ leaseId: string; run: string; before: number }> = [];
+const deactivated: string[] = [];
 
 let t: WorkflowTestEnv;
 beforeAll(async () => {
@@ -70,7 +73,9 @@ beforeAll(async () => {
           container: { name: 'eth0', mac: '02:00:00:00:00:02' },
         };
       },
-      deactivateAttachment: async () => undefined,
+      deactivateAttachment: async ({ leaseId }: { leaseId: string }) => {
+        deactivated.push(leaseId);
+      },
       revokeOffer: async ({ leaseId, run }: OfferRevocation) => {
         revocations.push({ leaseId, run, before: returned.filter((r) => r.leaseId === leaseId).length });
         return answeredFromOffer.get(leaseId) ?? null;
@@ -251,7 +256,105 @@ test('an ADD of another network, mode or pool is refused naming both sides, and 
   await handleOf(start).result();
 });
 
+/** How the lease's run ended, waited for with a deadline (a wedged lease never ends). */
+async function ended(start: LeaseStart): Promise<string> {
+  const status = async () => (await handleOf(start).describe()).status.name;
+  return waitForValue(status, (s) => s !== 'RUNNING', 15_000);
+}
+const failedTasks = async (start: LeaseStart) =>
+  ((await handleOf(start).fetchHistory()).events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)
+    .length;
+const returnedFor = (start: LeaseStart) =>
+  returned.filter((r) => r.leaseId === leaseWorkflowId(start.podUid, 'eth0')).length;
+
+test('a release signal without a reason is ignored with a note; the lease keeps working; a proper release ends it', async () => {
+  const start = startOf(uniqueName('bad-release'));
+  await add(start);
+  const handle = handleOf(start);
+  // No input (the CLI without --input, the UI's empty Data), {}, not an object, an empty reason.
+  await handle.signal('release');
+  await handle.signal('release', {});
+  await handle.signal('release', 'now');
+  await handle.signal('release', { reason: '' });
+  await handle.signal(podRunningSignal); // processed only if the workflow tasks above succeeded
+  expect((await phaseOf(start, 'Running')).phase).toBe('Running');
+  expect(await failedTasks(start)).toBe(0);
+  // The operator sees why nothing happened, under the phase's own details.
+  await handle.signal('release', {});
+  const details = await waitForValue(
+    () => currentDetails(t.env.client, handle.workflowId),
+    (d) => d.includes('Note'),
+    15_000,
+  );
+  expect(details).toMatch(
+    /^Running: pod is Running\n\n\*\*Note:\*\* ignored a release signal \(reason: [^)]+\): send \{"reason":"<why>"\} to release the lease$/,
+  );
+  expect(returnedFor(start)).toBe(0);
+  await handle.signal(releaseSignal, { reason: 'done' });
+  expect(await ended(start)).toBe('COMPLETED');
+  expect((await handle.result()).releaseReason).toBe('done');
+  expect(returnedFor(start)).toBe(1);
+});
+
+test('a release signal with no input names it in the note', async () => {
+  const start = startOf(uniqueName('no-input'));
+  await add(start);
+  await handleOf(start).signal('release');
+  const details = await waitForValue(
+    () => currentDetails(t.env.client, handleOf(start).workflowId),
+    (d) => d.includes('Note'),
+    15_000,
+  );
+  expect(details).toBe(
+    'Active: interface ready; waiting for the pod to be Running\n\n**Note:** ignored a release signal (no input): ' +
+      'send {"reason":"<why>"} to release the lease',
+  );
+  await handleOf(start).signal(releaseSignal, { reason: 'done' });
+  expect(await ended(start)).toBe('COMPLETED');
+});
+
+/** A cancellation request releases the lease: completed (not cancelled or failed), addresses returned. */
+async function expectReleasedByCancel(start: LeaseStart): Promise<void> {
+  await handleOf(start).cancel();
+  expect(await ended(start)).toBe('COMPLETED');
+  const state = await handleOf(start).result();
+  expect(state).toMatchObject({ phase: 'Released', releaseReason: CANCELLED_REASON, attachments: [] });
+  expect(returnedFor(start)).toBe(1);
+  expect(await failedTasks(start)).toBe(0);
+}
+
+test('cancel while Producing: the reservation is cancelled, the waiting ADD refused, the lease Released', async () => {
+  const start = startOf(uniqueName('never-cancel'));
+  await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
+    workflowId: leaseWorkflowId(start.podUid, 'eth0'),
+    taskQueue: t.taskQueue,
+    args: [start],
+  });
+  const waiting = add(start).catch(failureType);
+  await phaseOf(start, 'Producing');
+  await expectReleasedByCancel(start);
+  expect(await waiting).toBe(FailureType.released);
+});
+
+test('cancel while Active: the interface is deactivated, the addresses returned, the lease Released', async () => {
+  const start = startOf(uniqueName('cancel-active'), 'ptp');
+  linkFixed = true;
+  await add(start);
+  await phaseOf(start, 'Active');
+  await expectReleasedByCancel(start);
+  expect(deactivated).toContain(handleOf(start).workflowId);
+});
+
+test('cancel while parked in ActivationFailed: released like any release', async () => {
+  const start = startOf(uniqueName('cancel-parked'), 'ptp');
+  linkFixed = false;
+  expect(await add(start).catch(failureType)).toBe(FailureType.activationFailed);
+  await phaseOf(start, 'ActivationFailed');
+  await expectReleasedByCancel(start);
+  expect(deactivated).toContain(handleOf(start).workflowId);
+});
+
 // Last: every path above (offers included) is in the histories it replays.
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 8);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 13);
 });
