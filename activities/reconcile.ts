@@ -5,6 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ControlDeps } from './deps';
 import { knownLeases, knownNodes } from '../temporal/visibility';
 import { decideNode, decidePod } from '../domain/cluster-decisions';
+import { madeByHand } from '../domain/ids';
 import { applyNodeDecision, applyPodDecision } from '../temporal/signals';
 import {
   reconcileActions,
@@ -22,9 +23,6 @@ export interface ReconcileSummary {
   nodesDeleted: number;
   nodesReplaced: number;
 }
-
-/** Leases made by hand without K8S_POD_UID (cnitool) have no pod to compare with. */
-const hasPod = (podUid: string) => podUid !== '' && !podUid.startsWith('ctr-');
 
 export function reconcileActivities({ client, config, reader }: ControlDeps) {
   return {
@@ -69,7 +67,7 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       nodesDeleted: 0,
       nodesReplaced: 0,
     };
-    for (const lease of leases.filter((l) => hasPod(l.podUid))) {
+    for (const lease of leases.filter((l) => !madeByHand(l.podUid))) {
       const pod = pods.get(lease.podUid);
       const done = await applyPodDecision(client, lease.workflowId, decidePod(lease, pod), 'reconciler');
       if (done === 'released') summary.released++;

@@ -1,16 +1,13 @@
 // `netleasectl check`, the calicoctl-ipam-check of netlease: every address held by exactly one
-// open lease, every open lease's pod there by UID (a quorum read), every block owned by a live
-// incarnation. Reads only; exit 1 when it finds a problem.
+// open lease, every open lease's pod there by UID (a quorum read) and its workflow task not
+// failing, every block owned by a live incarnation. Reads only; exit 1 when it finds a problem
+// (notes, such as a lease made by hand, do not count).
 import { leaseExecutions } from '../temporal/visibility';
 import { onlyOptions, positionals, type CommandLine } from './args';
+import { checkPods, checkTasks, type Finding, type Note } from './check-leases';
 import type { Context, Run } from './context';
 import { emit } from './output';
 import { readNodes, readPools } from './nodes';
-
-interface Finding {
-  check: 'addresses' | 'pods' | 'blocks';
-  problem: string;
-}
 
 export function checkCommand(line: CommandLine): Run {
   onlyOptions(line, []);
@@ -18,6 +15,7 @@ export function checkCommand(line: CommandLine): Run {
   return async (context: Context) => {
     const problems: Finding[] = [];
     const notes: string[] = [];
+    const remarks: Note[] = [];
     const [leases, nodes, pools] = await Promise.all([
       leaseExecutions(context.client, context.taskQueue, { open: true }),
       readNodes(context),
@@ -78,22 +76,14 @@ export function checkCommand(line: CommandLine): Run {
       `addresses: ${allocations} allocations on ${nodes.length} nodes, ${leases.length} open leases`,
     );
 
-    // Pods: each open lease's pod exists by UID (a quorum list of all pods).
-    const cluster = await context.cluster();
-    const nodeUids = new Set<string>();
-    if (cluster) {
-      const pods = new Set((await cluster.listPods()).map((p) => p.uid));
-      for (const node of await cluster.listNodes()) nodeUids.add(node.metadata.uid);
-      for (const lease of leases)
-        if (!pods.has(lease.podUid))
-          problems.push({
-            check: 'pods',
-            problem: `${lease.workflowId} (pod ${lease.podRef}, phase ${lease.phase}) is open, but no pod has UID ${lease.podUid}`,
-          });
-      notes.push(`pods: ${leases.length} open leases checked against ${pods.size} pods (quorum list)`);
-    } else {
-      notes.push('pods: skipped (no kubeconfig: give --kubeconfig or a config with a kubernetes section)');
+    // Pods and workflow tasks: see check-leases.
+    for (const found of [await checkPods(context, leases), await checkTasks(context, leases)]) {
+      problems.push(...found.problems);
+      remarks.push(...found.notes);
+      notes.push(...found.checked);
     }
+    const cluster = await context.cluster();
+    const nodeUids = new Set((cluster ? await cluster.listNodes() : []).map((n) => n.metadata.uid));
 
     // Blocks: each node block and each pool block belongs to the node's current incarnation (or one
     // being compensated), and with a cluster that incarnation is a Node that exists.
@@ -131,10 +121,11 @@ export function checkCommand(line: CommandLine): Run {
 
     emit(
       context.output,
-      { ok: problems.length === 0, problems, checked: notes },
+      { ok: problems.length === 0, problems, notes: remarks, checked: notes },
       () =>
         [
           ...notes.map((n) => `checked ${n}`),
+          ...remarks.map((n) => `NOTE [${n.check}] ${n.note}`),
           ...problems.map((p) => `PROBLEM [${p.check}] ${p.problem}`),
           problems.length ? `${problems.length} problem(s) found` : 'OK: no problems found',
         ].join('\n') + '\n',

@@ -1,6 +1,7 @@
 // `netleasectl lease <pod | ip | workflow id>`: the whole state, the attachments, and the phases
 // the lease went through (its LeasePhase upserts, with their event times).
 import { leasePhaseHistory } from '../temporal/histories';
+import { FAILING_TASK_REMEDY, failingWorkflowTask } from '../temporal/workflow-task';
 import { argument, onlyOptions, positionals, type CommandLine } from './args';
 import { uiLink, type Context, type Run } from './context';
 import { emit, fields, table, time } from './output';
@@ -11,8 +12,12 @@ export function leaseCommand(line: CommandLine): Run {
   const ref = argument(LeaseRefSchema, positionals(line, ['<lease>'])[0], '<lease>');
   return async (context: Context) => {
     const lease = await resolveLease(context, ref);
-    const state = await leaseState(context, lease);
     const phases = await leasePhaseHistory(context.client, lease.workflowId, lease.runId);
+    const task = lease.open
+      ? await failingWorkflowTask(context.client, lease.workflowId, lease.runId)
+      : undefined;
+    // A failing task cannot answer the state query either: the visibility row is what there is.
+    const state = task ? undefined : await leaseState(context, lease);
     const value = {
       workflowId: lease.workflowId,
       runId: lease.runId,
@@ -20,6 +25,7 @@ export function leaseCommand(line: CommandLine): Run {
       started: time(lease.startTime),
       closed: time(lease.closeTime),
       ui: uiLink(context, lease.workflowId),
+      failingWorkflowTask: task ?? null,
       state,
       phases: phases.map((p) => ({ phase: p.phase, at: time(p.at), addresses: p.addresses })),
     };
@@ -42,6 +48,14 @@ export function leaseCommand(line: CommandLine): Run {
         ],
         ['Last error', state?.lastError],
         ['Release reason', state?.releaseReason],
+        [
+          'Workflow task',
+          task
+            ? `FAILING (${task.attempt - 1} failure(s)): ${task.failure}; the lease does not move. Remedy: ${FAILING_TASK_REMEDY}`
+            : lease.open
+              ? 'ok'
+              : undefined,
+        ],
         ['Started', time(lease.startTime)],
         ['Closed', time(lease.closeTime)],
         ['UI', value.ui],

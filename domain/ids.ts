@@ -3,6 +3,11 @@
 export const leaseWorkflowId = (podUid: string, ifName: string): string => `lease/${podUid}/${ifName}`;
 export const nodeWorkflowId = (nodeName: string): string => `node/${nodeName}`;
 export const poolWorkflowId = (poolName: string): string => `pool/${poolName}`;
+/** The reconciler's Temporal Schedule: one per control-plane task queue. */
+export const reconcileScheduleId = (taskQueue: string): string => `reconcile/${taskQueue}`;
+
+/** A lease made without K8S_POD_UID (cnitool by hand): its container id stands in, no pod to compare. */
+export const madeByHand = (podUid: string): boolean => podUid === '' || podUid.startsWith('ctr-');
 
 /**
  * Update ids of the shim's calls: one per CNI call. Temporal answers a reused id with the earlier

@@ -147,7 +147,7 @@ class Lease {
       return;
     }
     const problems = request === undefined ? 'no input' : describeIssues(parsed.error);
-    const text = `ignored a release signal (${problems}): send {"reason":"<why>"} to release the lease`;
+    const text = `ignored a release signal (${problems}): send \`{"reason":"<why>"}\` to release the lease`;
     log.warn(text, { leaseId: this.leaseId });
     setCurrentDetails(`${getCurrentDetails().split(NOTE)[0] ?? ''}${NOTE}${text}`);
   }

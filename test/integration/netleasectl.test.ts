@@ -7,13 +7,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
 import { consumeLease } from '../../cni/consume';
 import { DataplaneFailure, nodeTaskQueue } from '../../domain/dataplane';
 import { termsOf, type ActivatedLinks } from '../../domain/lease';
 import type { AddressGrant } from '../../domain/allocation';
-import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
+import { leaseWorkflowId, nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
+import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
+import { CANCELLED_REASON } from '../../workflows/lease';
+import { programPath } from '../../tools/programs';
+import { waitForValue } from '../harness/wait';
 import { signalRelease } from '../../temporal/signals';
 import { runToEnd, type Finished } from '../../tools/processes';
+import { failingWorkflowTask } from '../../temporal/workflow-task';
 import { loadAllocationUpdate } from '../../workflows/node-messages';
 import { kubeconfigPath } from '../harness/kube';
 import { untilListed } from '../harness/listed';
@@ -51,6 +57,13 @@ function connection(): string[] {
     '--ui',
     'http://ui.example:8233',
   ];
+}
+
+/** The pinned Temporal CLI (what the README tells operators to use) against the test server. */
+async function temporalCli(...args: string[]): Promise<Finished> {
+  const run = await runToEnd(programPath('temporal'), [...args, '--address', temporalAddress()]);
+  expect({ args, exitCode: run.exitCode, stderr: run.stderr }).toEqual({ args, exitCode: 0, stderr: '' });
+  return run;
 }
 
 /** The CLI on a terminal: `script` gives it a pseudo-terminal and types `input` into it. */
@@ -288,6 +301,132 @@ test('check passes on a consistent cluster', async () => {
   expect(run.exitCode).toBe(0);
 });
 
+test('check: a lease made by hand is a note, and so is one the reconciler is about to release', async () => {
+  const { temporal } = scenario;
+  // The README's ADDs by hand: without K8S_POD_UID (cnitool), and with a UID no pod has.
+  const hand = (podUid: string, podName: string) => ({
+    podUid,
+    podNamespace: podName ? 'default' : '',
+    podName,
+    ifName: 'eth0',
+    nodeName: node,
+    pool: temporal.taskQueue,
+    mode: 'ipam' as const,
+  });
+  const byHand = [hand(`ctr-${randomUUID()}`, ''), hand(randomUUID(), 'demo')];
+  for (const start of byHand)
+    await consumeLease(temporal.client, temporal.taskQueue, start, {
+      containerId: `demo-${start.podUid.slice(-8)}`,
+      netns: '/var/run/netns/demo',
+      ifName: 'eth0',
+      terms: termsOf(start),
+    });
+  await untilListed(temporal.client, temporal.taskQueue, (leases) =>
+    byHand.every((s) => leases.some((l) => l.podUid === s.podUid)),
+  );
+  const [cnitool, noPod] = byHand.map((s) => leaseWorkflowId(s.podUid, 'eth0')) as [string, string];
+  const run = await ctl('check');
+  expect(run.stdout).toContain(
+    `NOTE [pods] ${cnitool} (pod ${byHand[0]?.podUid}, phase Active) was made by hand without K8S_POD_UID: no pod to check; it is kept until released by hand`,
+  );
+  // The scenario's reconciler runs hourly: a problem only if still open two intervals on.
+  expect(run.stdout).toMatch(
+    new RegExp(
+      `NOTE \\[pods\\] ${noPod} \\(pod default/demo, phase Active\\): pending release: no pod has UID \\S+; the reconciler releases it \\(a problem if still open at \\S+Z\\)`,
+    ),
+  );
+  expect(run.stdout).toContain('OK: no problems found');
+  expect(run.exitCode).toBe(0);
+  for (const id of [cnitool, noPod]) await signalRelease(temporal.client, id, 'test: done by hand');
+  for (const s of byHand) await scenario.waitForPhase(s.podUid, 'Released');
+});
+
+/** The lease of a new pod on the test's node, Active; its workflow id. */
+async function activeLease(pod: string): Promise<string> {
+  uids[pod] = await scenario.cluster.createPod(pod, node);
+  grants[pod] = await scenario.add(pod, uids[pod] as string, node);
+  return leaseWorkflowId(uids[pod] as string, 'eth0');
+}
+const ownsAddresses = async (workflowId: string) =>
+  Object.values((await scenario.table(node))?.allocations ?? {}).some((a) => a.owner === workflowId);
+
+test('release with {} or no input through the Temporal CLI is ignored: the lease keeps working, a good release ends it', async () => {
+  const id = await activeLease('e');
+  await temporalCli('workflow', 'signal', '-w', id, '--name', 'release', '--input', '{}');
+  await temporalCli('workflow', 'signal', '-w', id, '--name', 'release');
+  // Both processed (a note in the current details), no workflow task failed, nothing released.
+  await scenario.waitForPhase(uids.e as string, 'Active');
+  const handle = scenario.temporal.client.workflow.getHandle(id);
+  await waitForValue(
+    async () =>
+      (await handle.fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
+    (n) => n === 2,
+    15_000,
+  );
+  expect(await failingWorkflowTask(scenario.temporal.client, id)).toBeUndefined();
+  const events = (await handle.fetchHistory()).events ?? [];
+  expect(events.filter((e) => e.workflowTaskFailedEventAttributes)).toHaveLength(0);
+  expect(await ownsAddresses(id)).toBe(true);
+  const view = await ctl('lease', id);
+  expect(view.stdout).toMatch(/Workflow task:\s+ok\n/);
+  expect(view.stdout).toMatch(/Phase:\s+Active\n/);
+
+  await temporalCli('workflow', 'signal', '-w', id, '--name', 'release', '--input', '{"reason":"manual"}');
+  expect((await scenario.waitForPhase(uids.e as string, 'Released')).releaseReason).toBe('manual');
+  expect(await ownsAddresses(id)).toBe(false);
+});
+
+test('cancel through the Temporal CLI releases the lease: Released, addresses returned, completed', async () => {
+  const id = await activeLease('f');
+  await temporalCli('workflow', 'cancel', '-w', id);
+  const state = await scenario.waitForPhase(uids.f as string, 'Released');
+  expect(state.releaseReason).toBe(CANCELLED_REASON);
+  expect((await scenario.temporal.client.workflow.getHandle(id).describe()).status.name).toBe('COMPLETED');
+  expect(await ownsAddresses(id)).toBe(false);
+});
+
+test('check flags a lease whose workflow task keeps failing, and `lease` shows it', async () => {
+  // Started by hand without its input: the workflow cannot even read its pod UID, so every
+  // workflow task fails (a TypeError in the worker), as any bug or nondeterminism would.
+  const id = leaseWorkflowId(randomUUID(), 'eth0');
+  await temporalCli(
+    'workflow',
+    'start',
+    '--type',
+    LEASE_WORKFLOW_TYPE,
+    '--task-queue',
+    scenario.temporal.taskQueue,
+    '-w',
+    id,
+  );
+  try {
+    const task = await waitForValue(
+      () => failingWorkflowTask(scenario.temporal.client, id),
+      (t) => t !== undefined,
+      30_000,
+      250,
+    );
+    expect(task?.failure).toMatch(/podUid/);
+    await untilListed(scenario.temporal.client, scenario.temporal.taskQueue, (leases) =>
+      leases.some((l) => l.workflowId === id),
+    );
+    const run = await ctl('check');
+    expect(run.stdout).toMatch(
+      new RegExp(
+        `PROBLEM \\[tasks\\] ${id} \\(pod -, phase -\\) does not move: its workflow task has failed \\d+ time\\(s\\): .*podUid.*\\. Remedy: .*temporal workflow reset --workflow-id <id> --type LastWorkflowTask`,
+      ),
+    );
+    expect(run.stdout).toContain('1 problem(s) found');
+    expect(run.exitCode).toBe(1);
+    const view = await ctl('lease', id);
+    expect(view.stdout).toMatch(
+      /Workflow task:\s+FAILING \(\d+ failure\(s\)\): .*podUid.*; the lease does not move/,
+    );
+  } finally {
+    await temporalCli('workflow', 'terminate', '-w', id, '--reason', 'test: started without its input');
+  }
+}, 60_000);
+
 test('retry of a lease that is not parked says so and exits 1', async () => {
   const run = await ctl('retry', `${scenario.cluster.namespace}/a`);
   expect(run.exitCode).toBe(1);
@@ -428,10 +567,20 @@ test('check fails, naming each problem, on real inconsistencies', async () => {
         },
       ],
     });
+  const leaseA = `${leaseWorkflowId(uids.a as string, 'eth0')} (pod ${scenario.cluster.namespace}/a, phase Active)`;
+  // The hourly reconciler will release a's lease: pending, not a problem while it runs...
+  const pending = await ctl('check');
+  expect(pending.stdout).toContain(`NOTE [pods] ${leaseA}: pending release: no pod has UID ${uids.a}`);
+  expect(pending.stdout).toContain('1 problem(s) found');
+  // ...but with its schedule paused nothing will.
+  const schedule = scenario.temporal.client.schedule.getHandle(
+    reconcileScheduleId(scenario.temporal.taskQueue),
+  );
+  await schedule.pause('test: no reconciler');
   const run = await ctl('check');
   expect(run.exitCode).toBe(1);
   expect(run.stdout).toContain(
-    `PROBLEM [pods] ${leaseWorkflowId(uids.a as string, 'eth0')} (pod ${scenario.cluster.namespace}/a, phase Active) is open, but no pod has UID ${uids.a}`,
+    `PROBLEM [pods] ${leaseA} is open, but no pod has UID ${uids.a}, and the reconciler's schedule ${reconcileScheduleId(scenario.temporal.taskQueue)} is paused`,
   );
   expect(run.stdout).toContain(
     `PROBLEM [addresses] ${ghost} on node ${node} is held by lease/ghost/eth0, which is not an open lease`,
@@ -446,6 +595,6 @@ test('check fails, naming each problem, on real inconsistencies', async () => {
 });
 
 test('histories of this file replay without nondeterminism', async () => {
-  // 4 leases, the node, the pool (and the reconcile schedule's first run).
-  await expectReplayed(scenario.temporal, 6);
+  // 8 leases (and the failing one), the node, the pool (and the reconcile schedule's first run).
+  await expectReplayed(scenario.temporal, 10);
 });

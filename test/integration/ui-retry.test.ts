@@ -17,7 +17,10 @@ import { freePort } from '../../tools/processes';
 import { startDevServer, type DevServer } from '../../tools/temporal-server';
 import { silentLog } from '../../observability/log';
 import { serveCniApi, type CniApi } from '../../worker/agent/cni-api';
-import { leaseStateQuery } from '../../workflows/lease-messages';
+import { consumeLease } from '../../cni/consume';
+import { termsOf, type LeaseStart } from '../../domain/lease';
+import { failingWorkflowTask } from '../../temporal/workflow-task';
+import { leaseStateQuery, releaseSignal } from '../../workflows/lease-messages';
 import { netconf } from '../harness/netconf';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
@@ -250,6 +253,75 @@ async function operatorRetries(page: Page, workflowId: string, pod: TestNetns): 
   expect(await active.isVisible()).toBe(true);
 }
 
+test('from the UI: release with Data {} is ignored with a note, the lease not wedged; a proper release ends it', async () => {
+  const uid = randomUUID();
+  const workflowId = leaseWorkflowId(uid, 'eth0');
+  const start: LeaseStart = {
+    podUid: uid,
+    podNamespace: 'ui',
+    podName: `pod-${uid.slice(0, 8)}`,
+    ifName: 'eth0',
+    nodeName: node,
+    pool: taskQueue,
+    mode: 'ipam',
+  };
+  const temporal = the(client, 'client');
+  await consumeLease(temporal, taskQueue, start, {
+    containerId: `ctr-${uid}`,
+    netns: '/var/run/netns/x',
+    ifName: 'eth0',
+    terms: termsOf(start),
+  });
+  const page = await the(browser, 'browser').newPage({ viewport: { width: 1440, height: 1000 } });
+  page.setDefaultTimeout(STEP_MS);
+  try {
+    await operatorSendsEmptyRelease(page, workflowId);
+  } catch (err) {
+    await keep(page, 'failed').catch(() => undefined);
+    throw err;
+  } finally {
+    await page.close();
+  }
+  // The signal was processed (the note above) and no workflow task failed: the lease still moves.
+  const handle = temporal.workflow.getHandle(workflowId);
+  expect(await failingWorkflowTask(temporal, workflowId)).toBeUndefined();
+  const events = (await handle.fetchHistory()).events ?? [];
+  expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes)).toHaveLength(1);
+  expect(events.filter((e) => e.workflowTaskFailedEventAttributes)).toHaveLength(0);
+  expect((await handle.query(leaseStateQuery)).phase).toBe('Active');
+  await handle.signal(releaseSignal, { reason: 'ui test' });
+  const state = await handle.result();
+  expect(state).toMatchObject({ phase: 'Released', releaseReason: 'ui test' });
+});
+
+/** The operator opens the lease, sends `release` with Data `{}` and reads why nothing happened. */
+async function operatorSendsEmptyRelease(page: Page, workflowId: string): Promise<void> {
+  const ui = the(the(server, 'server').uiUrl, 'UI');
+  await page.goto(`${ui}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+  await shown(page.getByRole('heading', { name: workflowId }));
+  await page.getByRole('button', { name: 'More Actions' }).click();
+  await page.getByRole('menuitem', { name: 'Send a Signal' }).click();
+  const form = await shown(page.getByRole('dialog', { name: 'Send a Signal' }));
+  await form.getByRole('button', { name: 'Select a signal' }).click();
+  await form.getByRole('option', { name: /^release Release the lease/ }).click();
+  const data = await shown(form.locator('.cm-content'));
+  await data.click();
+  await page.keyboard.press('ControlOrMeta+a');
+  await page.keyboard.type('{}');
+  await keep(page, '06-release-empty-form');
+  expect((await data.innerText()).replace(/\s/g, '')).toBe('{}');
+  await form.getByRole('button', { name: 'Submit' }).click();
+  await form.waitFor({ state: 'hidden', timeout: STEP_MS });
+  await page.getByRole('tab', { name: 'User Metadata' }).click();
+  await shown(page.getByRole('heading', { name: 'Current Details' }));
+  await markdownText(
+    page,
+    /ignored a release signal \(reason: .*send \{"reason":"<why>"\} to release the lease/,
+    30_000,
+  );
+  await keep(page, '07-release-ignored');
+}
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed({ client: the(client, 'client'), taskQueue }, 3);
+  await expectReplayed({ client: the(client, 'client'), taskQueue }, 4);
 });

@@ -287,7 +287,7 @@ test('a release signal without a reason is ignored with a note; the lease keeps 
     15_000,
   );
   expect(details).toMatch(
-    /^Running: pod is Running\n\n\*\*Note:\*\* ignored a release signal \(reason: [^)]+\): send \{"reason":"<why>"\} to release the lease$/,
+    /^Running: pod is Running\n\n\*\*Note:\*\* ignored a release signal \(reason: [^)]+\): send `\{"reason":"<why>"\}` to release the lease$/,
   );
   expect(returnedFor(start)).toBe(0);
   await handle.signal(releaseSignal, { reason: 'done' });
@@ -307,7 +307,7 @@ test('a release signal with no input names it in the note', async () => {
   );
   expect(details).toBe(
     'Active: interface ready; waiting for the pod to be Running\n\n**Note:** ignored a release signal (no input): ' +
-      'send {"reason":"<why>"} to release the lease',
+      'send `{"reason":"<why>"}` to release the lease',
   );
   await handleOf(start).signal(releaseSignal, { reason: 'done' });
   expect(await ended(start)).toBe('COMPLETED');

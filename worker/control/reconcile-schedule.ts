@@ -2,8 +2,7 @@
 // interval, and triggered once when the control worker starts.
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { NetleaseConfig } from '../../domain/config';
-
-export const reconcileScheduleId = (taskQueue: string): string => `reconcile/${taskQueue}`;
+import { reconcileScheduleId } from '../../domain/ids';
 
 export async function ensureReconcileSchedule(
   client: Client,

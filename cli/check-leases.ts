@@ -1,0 +1,108 @@
+// The lease checks of `netleasectl check`: each open lease's pod (hand-made leases and leases the
+// reconciler is about to release are notes, not problems) and its workflow task (a task that
+// keeps failing wedges the lease: nothing it is sent is processed).
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { madeByHand, reconcileScheduleId } from '../domain/ids';
+import type { LeaseExecution } from '../temporal/visibility';
+import { FAILING_TASK_REMEDY, failingWorkflowTask } from '../temporal/workflow-task';
+import type { Context } from './context';
+import { mapLimited } from './resolve';
+
+export interface Finding {
+  check: 'addresses' | 'pods' | 'blocks' | 'tasks';
+  problem: string;
+}
+
+export interface Note {
+  check: Finding['check'];
+  note: string;
+}
+
+export interface LeaseFindings {
+  problems: Finding[];
+  notes: Note[];
+  checked: string[];
+}
+
+/**
+ * How long a lease with no pod may stay open before it is a problem: twice the reconciler's
+ * interval (its next run releases it; one more interval covers a run skipped or slow). A reason
+ * instead when no reconciler runs, so nothing will release it.
+ */
+async function reconcilerBound(context: Context): Promise<{ ms: number } | { why: string }> {
+  const id = reconcileScheduleId(context.taskQueue);
+  try {
+    const schedule = await context.client.schedule.getHandle(id).describe();
+    const every = schedule.spec.intervals?.[0]?.every;
+    if (schedule.state.paused) return { why: `the reconciler's schedule ${id} is paused` };
+    if (!every) return { why: `the reconciler's schedule ${id} has no interval` };
+    return { ms: 2 * every };
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return { why: `no reconciler schedule ${id} exists` };
+    throw err;
+  }
+}
+
+/** Each open lease's pod exists by UID (a quorum list of all pods). */
+export async function checkPods(context: Context, leases: LeaseExecution[]): Promise<LeaseFindings> {
+  const cluster = await context.cluster();
+  if (!cluster)
+    return {
+      problems: [],
+      notes: [],
+      checked: ['pods: skipped (no kubeconfig: give --kubeconfig or a config with a kubernetes section)'],
+    };
+  const pods = new Set((await cluster.listPods()).map((p) => p.uid));
+  const findings: LeaseFindings = {
+    problems: [],
+    notes: [],
+    checked: [`pods: ${leases.length} open leases checked against ${pods.size} pods (quorum list)`],
+  };
+  const missing = leases.filter((l) => !pods.has(l.podUid));
+  const bound = missing.some((l) => !madeByHand(l.podUid)) ? await reconcilerBound(context) : undefined;
+  for (const lease of missing) {
+    const what = `${lease.workflowId} (pod ${lease.podRef || '-'}, phase ${lease.phase})`;
+    if (madeByHand(lease.podUid)) {
+      findings.notes.push({
+        check: 'pods',
+        note: `${what} was made by hand without K8S_POD_UID: no pod to check; it is kept until released by hand (netleasectl release)`,
+      });
+      continue;
+    }
+    const absent = `no pod has UID ${lease.podUid}`;
+    const age = Date.now() - lease.startTime.getTime();
+    if (bound && 'ms' in bound && age <= bound.ms) {
+      const until = new Date(lease.startTime.getTime() + bound.ms).toISOString();
+      findings.notes.push({
+        check: 'pods',
+        note: `${what}: pending release: ${absent}; the reconciler releases it (a problem if still open at ${until})`,
+      });
+    } else {
+      const why =
+        bound && 'why' in bound
+          ? bound.why
+          : `the reconciler has not released it in ${Math.round((bound?.ms ?? 0) / 1000)} s`;
+      findings.problems.push({ check: 'pods', problem: `${what} is open, but ${absent}, and ${why}` });
+    }
+  }
+  return findings;
+}
+
+/** No open lease's workflow task keeps failing (a lease that does not move). */
+export async function checkTasks(context: Context, leases: LeaseExecution[]): Promise<LeaseFindings> {
+  const failing = await mapLimited(leases, 16, (lease) =>
+    failingWorkflowTask(context.client, lease.workflowId, lease.runId).catch(() => undefined),
+  );
+  const problems: Finding[] = [];
+  leases.forEach((lease, i) => {
+    const task = failing[i];
+    if (task)
+      problems.push({
+        check: 'tasks',
+        problem:
+          `${lease.workflowId} (pod ${lease.podRef || '-'}, phase ${lease.phase || '-'}) does not move: its workflow task ` +
+          `has failed ${task.attempt - 1} time(s): ${task.failure}. Remedy: ${FAILING_TASK_REMEDY}`,
+      });
+  });
+  return { problems, notes: [], checked: [`tasks: ${leases.length} open leases' workflow tasks`] };
+}
