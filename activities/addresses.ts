@@ -2,12 +2,13 @@
 // in batches with the other leases of the node (node-batches.ts).
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { AddressGrant } from '../domain/allocation';
 import type { ActivationPolicy } from '../domain/config';
 import { allocateUpdateId, nodeBatchUpdateId, nodeWorkflowId, releaseUpdateId } from '../domain/ids';
 import { FailureType } from '../domain/lease';
 import { NodeName } from '../domain/search-attributes';
+import { unlessGone } from '../temporal/workflow-gone';
 import {
   batchUpdate,
   NODE_WORKFLOW_TYPE,
@@ -78,13 +79,12 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
             startWorkflowOperation: startNode(nodeName),
           })
       : () => client.workflow.getHandle(nodeWorkflowId(nodeName)).executeUpdate(batchUpdate, options);
-    try {
-      return await client.withDeadline(Date.now() + BATCH_DEADLINE_MS, () => callUpdate(call));
-    } catch (err) {
-      // Releases only: no node workflow means nothing was held.
-      if (err instanceof WorkflowNotFoundError) return operations.map((op) => ({ id: op.id, grants: [] }));
-      throw err;
-    }
+    // Gone (releases only: a batch with an allocation starts the node): nothing was held.
+    const nothingHeld = operations.map((op) => ({ id: op.id, grants: [] }));
+    return unlessGone(
+      () => client.withDeadline(Date.now() + BATCH_DEADLINE_MS, () => callUpdate(call)),
+      nothingHeld,
+    );
   };
   const batches = new NodeBatches(sendBatch);
 

@@ -1,10 +1,11 @@
 // The pools a control plane serves, as the node agents can see them: the control worker keeps one
 // open pool/<name> workflow per configured pool (started at its start), so an ADD naming another
 // pool is refused on the node before any lease workflow exists.
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { NetleaseConfig } from '../domain/config';
 import { poolWorkflowId } from '../domain/ids';
 import { POOL_WORKFLOW_TYPE, type PoolInput } from '../workflows/pool-messages';
+import { workflowIsGone } from './workflow-gone';
 
 /** Starts each configured pool's workflow unless it runs (the first block would start it too). */
 export async function ensurePoolWorkflows(client: Client, config: NetleaseConfig): Promise<void> {
@@ -26,13 +27,7 @@ const known = new Map<string, number>();
 export async function poolIsServed(client: Client, pool: string): Promise<boolean> {
   const key = `${client.options.namespace}/${pool}`;
   if ((known.get(key) ?? 0) > Date.now()) return true;
-  try {
-    const description = await client.workflow.getHandle(poolWorkflowId(pool)).describe();
-    if (description.status.name !== 'RUNNING') return false;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
+  if (await workflowIsGone(client, poolWorkflowId(pool))) return false;
   known.set(key, Date.now() + KNOWN_FOR_MS);
   return true;
 }

@@ -1,20 +1,15 @@
 // Signals to leases and nodes. Every signal is idempotent in its workflow; one to a workflow
 // that has closed meanwhile has nothing left to do.
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { NodeDecision, PodDecision } from '../domain/cluster-decisions';
 import { nodeWorkflowId } from '../domain/ids';
 import { podRunningSignal, releaseSignal, retrySignal } from '../workflows/lease-messages';
 import { nodeDeletedSignal, nodeObservedSignal } from '../workflows/node-messages';
+import { unlessGone } from './workflow-gone';
 
-async function ignoringClosed(send: () => Promise<void>): Promise<boolean> {
-  try {
-    await send();
-    return true;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
-}
+/** Whether the signal was sent: false when its workflow is gone. */
+const ignoringClosed = (send: () => Promise<void>): Promise<boolean> =>
+  unlessGone(async () => (await send(), true), false);
 
 export const signalRelease = (client: Client, leaseId: string, reason: string) =>
   ignoringClosed(() => client.workflow.getHandle(leaseId).signal(releaseSignal, { reason, nodeGone: false }));

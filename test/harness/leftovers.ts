@@ -1,8 +1,8 @@
 // "Changes no state": after a rejected call there is no lease, or one that completed without
 // anything held (a produce failure ends the workflow normally, Released), and no allocation for it.
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { leaseWorkflow } from '../../workflows/lease';
+import { unlessGone } from '../../temporal/workflow-gone';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import type { TestTemporal } from './temporal';
 import { waitForValue } from './wait';
@@ -17,11 +17,7 @@ export async function expectNoLease(
   ifName = 'eth0',
 ): Promise<void> {
   const handle = temporal.client.workflow.getHandle<typeof leaseWorkflow>(leaseWorkflowId(uid, ifName));
-  const readStatus = () =>
-    handle.describe().then(
-      (d) => d.status.name,
-      (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
-    );
+  const readStatus = () => unlessGone(async () => (await handle.describe()).status.name, 'absent');
   const status = await waitForValue(readStatus, (s) => s !== 'RUNNING', SETTLE_MS);
   expect(['absent', 'COMPLETED']).toContain(status);
   if (status === 'COMPLETED') {
@@ -31,10 +27,10 @@ export async function expectNoLease(
       attachments: [],
     });
   }
-  const nodeState = await temporal.client.workflow
-    .getHandle(nodeWorkflowId(node))
-    .query(nodeStateQuery)
-    .catch((err: unknown) => (err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err)));
+  const nodeState = await unlessGone(
+    () => temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery),
+    undefined,
+  );
   const owners = Object.values(nodeState?.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.owner);
   expect(owners).not.toContain(leaseWorkflowId(uid, ifName));
 }

@@ -1,11 +1,11 @@
 // A scenario: real Temporal + real kube-apiserver, a control worker with the Kubernetes section,
 // and helpers to put pods through ADD and read their leases.
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { consumeLease } from '../../cni/consume';
 import type { AddressGrant } from '../../domain/allocation';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { termsOf, type LeaseStart, type LeaseState } from '../../domain/lease';
+import { unlessGone } from '../../temporal/workflow-gone';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { reconcileWorkflow } from '../../workflows/reconcile';
@@ -115,10 +115,7 @@ export class Scenario {
 
   /** Waits until the lease is in `phase` (it may not exist yet: pre-produce starts it). */
   async waitForPhase(podUid: string, phase: string, timeoutMs = 60000): Promise<LeaseState> {
-    const read = () =>
-      this.leaseState(podUid).catch((err: unknown) =>
-        err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err),
-      );
+    const read = () => unlessGone(() => this.leaseState(podUid), undefined);
     return waitForValue(
       read,
       (s): s is LeaseState => s?.phase === phase,

@@ -16,7 +16,6 @@ import { leaseWorkflowId, nodeWorkflowId, reconcileScheduleId } from '../../doma
 import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
 import { CANCELLED_REASON } from '../../workflows/lease';
 import { programPath } from '../../tools/programs';
-import { waitForValue } from '../harness/wait';
 import { signalRelease } from '../../temporal/signals';
 import { runToEnd, type Finished } from '../../tools/processes';
 import { failingWorkflowTask } from '../../temporal/workflow-task';

@@ -2,10 +2,11 @@
 // the reconciler schedule running throughout. No address is ever held by two live leases (checked
 // continuously), and at the end every lease is released and every address free.
 import { randomUUID } from 'node:crypto';
-import { isGrpcDeadlineError, WorkflowNotFoundError } from '@temporalio/client';
+import { isGrpcDeadlineError } from '@temporalio/client';
 import type { Allocation } from '../../domain/allocation';
 import { nodeWorkflowId } from '../../domain/ids';
 import { knownLeases } from '../../temporal/visibility';
+import { isGoneError, workflowIsGone } from '../../temporal/workflow-gone';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
@@ -33,16 +34,7 @@ function ownershipChecker(nodes: string[]) {
   let rounds = 0;
   let allocationsRead = 0;
   let stopped = false;
-  const isClosed = async (leaseId: string) => {
-    try {
-      return (
-        (await scenario.temporal.client.workflow.getHandle(leaseId).describe()).status.name !== 'RUNNING'
-      );
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return true;
-      throw err;
-    }
-  };
+  const isClosed = (leaseId: string) => workflowIsGone(scenario.temporal.client, leaseId);
   /** A query that times out (a busy worker) is asked again, a bounded number of times. */
   const readTable = async (node: string, attempt = 1): Promise<Record<string, Allocation>> => {
     try {
@@ -50,7 +42,7 @@ function ownershipChecker(nodes: string[]) {
       const state = await handle.query(nodeStateQuery);
       return state.tables[scenario.temporal.taskQueue]?.allocations ?? {};
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return {};
+      if (isGoneError(err)) return {};
       if (isGrpcDeadlineError(err) && attempt < 5) return readTable(node, attempt + 1);
       throw err;
     }

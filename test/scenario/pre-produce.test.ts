@@ -8,13 +8,14 @@
 import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import type { OfferBook } from '../../worker/agent/offers';
 import { leaseWorkflowId } from '../../domain/ids';
 import type { LeaseStart } from '../../domain/lease';
 import { preProduced } from '../../observability/agent-metrics';
 import { silentLog } from '../../observability/log';
 import { leaseStartOptions } from '../../temporal/leases';
+import { unlessGone } from '../../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
 import { offerLease, type PreProducer } from '../../worker/agent/pre-produce';
 import { acceptedUpdates, scheduledCount } from '../harness/history';
@@ -286,13 +287,8 @@ test('host-network pods and pods of other nodes get no lease', async () => {
   const marker = await scenario.cluster.createPod('marker', node);
   await scenario.waitForPhase(marker, 'Produced', 30_000);
   for (const uid of [onHost, elsewhere]) {
-    const found = await scenario.temporal.client.workflow
-      .getHandle(leaseWorkflowId(uid, 'eth0'))
-      .describe()
-      .then(
-        () => 'found',
-        (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
-      );
+    const handle = scenario.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+    const found = await unlessGone(async () => (await handle.describe(), 'found'), 'absent');
     expect(found).toBe('absent');
   }
 }, 60_000);
@@ -309,14 +305,8 @@ test('a preProduce pool the control plane does not serve: it waits, saying so, a
     // It asks again (1 s, then doubling): two refusals, and the pod bound meanwhile is not started.
     expect(await waitForValue(skipped, (n) => n >= before + 2, 30_000)).toBeGreaterThanOrEqual(before + 2);
     expect(unserved.started.has(uid)).toBe(false);
-    const found = await scenario.temporal.client.workflow
-      .getHandle(leaseWorkflowId(uid, 'eth0'))
-      .describe()
-      .then(
-        () => 'found',
-        (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
-      );
-    expect(found).toBe('absent');
+    const handle = scenario.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+    expect(await unlessGone(async () => (await handle.describe(), 'found'), 'absent')).toBe('absent');
   } finally {
     unserved.stop();
   }

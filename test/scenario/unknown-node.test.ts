@@ -1,8 +1,8 @@
 // An ADD whose nodeName names no Node now: a same-name replacement in progress (the kubelet
 // registers the Node again), or a typo. Either way the answer is "try again later" (11) naming
 // nodeName, nothing is left running, and once the Node exists the runtime's retry succeeds.
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
+import { unlessGone } from '../../temporal/workflow-gone';
 import { netconf } from '../harness/netconf';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
@@ -14,13 +14,10 @@ beforeAll(async () => (scenario = await Scenario.create('unknown-node', { watch:
 afterAll(async () => scenario?.close());
 
 const statusOf = (workflowId: string) =>
-  scenario.temporal.client.workflow
-    .getHandle(workflowId)
-    .describe()
-    .then(
-      (d) => d.status.name,
-      (err: unknown) => (err instanceof WorkflowNotFoundError ? 'absent' : Promise.reject(err)),
-    );
+  unlessGone(
+    async () => (await scenario.temporal.client.workflow.getHandle(workflowId).describe()).status.name,
+    'absent',
+  );
 
 test('ADD while the Node is absent: 11 naming nodeName, nothing left running; the retry once it is back succeeds', async () => {
   const node = uniqueName('replaced');

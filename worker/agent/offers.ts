@@ -7,7 +7,7 @@
 // path, whose activation retries (its steps are idempotent: a half-made interface is finished).
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { TemporalConnection } from '../../domain/config';
 import { confirmAnswerUpdateId, leaseWorkflowId } from '../../domain/ids';
 import type { AttachmentInput } from '../../domain/dataplane';
@@ -17,6 +17,7 @@ import { offerAnswers, OfferRecordSchema, type OfferAnswer, type OfferRecord } f
 import { offerEvents, offersHeld } from '../../observability/agent-metrics';
 import { errorMessage, silentLog, type Log } from '../../observability/log';
 import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../../storage/durable-files';
+import { isGoneError, isUpdateRefusal } from '../../temporal/workflow-gone';
 import type { OfferAnswers } from '../../cni/commands';
 import { confirmAnswerUpdate } from '../../workflows/lease-messages';
 
@@ -232,14 +233,15 @@ export class OfferBook implements OfferAnswers {
           this.records.delete(offer.leaseId);
           await this.persist(offer.leaseId, undefined).catch(() => undefined);
         }
-        this.count(outcome);
+        this.count(outcome === 'gone' ? 'refused' : outcome); // either way the lease did not take it
         return;
       }
       await sleep(waitMs, undefined, { signal: this.closing.signal }).catch(() => undefined);
     }
   }
 
-  private async confirmOnce(offer: OfferRecord): Promise<'confirmed' | 'refused' | 'later'> {
+  /** The lease took the answer, refused it, is gone, or has not answered (asked again later). */
+  private async confirmOnce(offer: OfferRecord): Promise<'confirmed' | 'refused' | 'gone' | 'later'> {
     const answered = offer.answered as OfferAnswer;
     const { client } = this.options;
     try {
@@ -251,14 +253,19 @@ export class OfferBook implements OfferAnswers {
       );
       return 'confirmed';
     } catch (err) {
-      const refused = err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError;
       const fields = { leaseId: offer.leaseId, containerId: answered.containerId, error: errorMessage(err) };
-      if (refused) this.log.warn(fields, 'offer: the lease refused the answer (it ended first)');
+      if (isUpdateRefusal(err)) {
+        this.log.warn(fields, 'offer: the lease refused the answer (it ended first)');
+        return 'refused';
+      }
+      if (isGoneError(err)) {
+        this.log.warn(fields, 'offer: the lease is gone (it closed before the answer was confirmed)');
+        return 'gone';
+      }
       // The agent stopping: the answer stays on disk, and the next agent confirms it.
-      else if (this.closing.signal.aborted)
-        this.log.info(fields, 'offer: confirmation left to the next agent');
+      if (this.closing.signal.aborted) this.log.info(fields, 'offer: confirmation left to the next agent');
       else this.log.warn(fields, 'offer: confirming; will retry');
-      return refused ? 'refused' : 'later';
+      return 'later';
     }
   }
 

@@ -6,11 +6,7 @@
 // a pod deleted before its ADD is released by the control plane's usual verified path.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowUpdateFailedError,
-  type Client,
-} from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { OfferBook } from './offers';
 import type { PreProduce } from '../../domain/config';
 import { shouldPreProduce } from '../../domain/cluster-decisions';
@@ -22,6 +18,7 @@ import type { ClusterReader } from '../../kubernetes/cluster-reader';
 import type { KubeClients } from '../../kubernetes/kube';
 import { leaseStartOptions } from '../../temporal/leases';
 import { poolIsServed } from '../../temporal/pools';
+import { isGoneError, isUpdateRefusal } from '../../temporal/workflow-gone';
 import { preProduced } from '../../observability/agent-metrics';
 import { errorMessage, silentLog, type Log } from '../../observability/log';
 import { watchForever, type WatchLoop } from '../../kubernetes/watch-loop';
@@ -70,7 +67,7 @@ export async function offerLease(
     .getHandle(leaseId)
     .executeUpdate(offerUpdate, { updateId: offerUpdateId(randomUUID()) })
     .catch((err: unknown) => {
-      if (err instanceof WorkflowUpdateFailedError) return undefined; // released, or produce failed
+      if (isUpdateRefusal(err) || isGoneError(err)) return undefined; // released, produce failed, or closed
       throw err;
     });
   if (!accepted) return log.info({ leaseId }, 'lease not offered: it ended first');
