@@ -1,16 +1,14 @@
 // Who the interface is for: the pod from CNI_ARGS, the node from the config or the host name.
+import { leasePodUid } from '../domain/ids';
 import type { DataplaneMode, LeaseStart } from '../domain/lease';
 import type { CniEnv } from './env';
 import { HostNodeNameError, hostNodeName } from '../kubernetes/node-name';
 import { CniCode, CniError } from './errors';
 import type { NetConf } from './netconf';
 
-/**
- * Kubernetes runtimes pass K8S_POD_UID (checked by readEnv). Without it (cnitool by hand) the
- * container id stands in, so ADD and DEL of the same container still meet in one lease.
- */
+/** Kubernetes runtimes pass K8S_POD_UID (checked by readEnv); without it the container stands in. */
 export function podUid(env: CniEnv): string {
-  return env.args.K8S_POD_UID || `ctr-${env.containerId.slice(0, 64)}`;
+  return leasePodUid(env.args.K8S_POD_UID, env.containerId);
 }
 
 /** The configured nodeName, else the host's name as the kubelet derives it (error 7 when it is none). */

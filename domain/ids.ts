@@ -1,13 +1,22 @@
 // Deterministic workflow ids: the same request always reaches the same workflow.
 
+const CONTAINER_POD_UID = 'ctr-';
+
+/**
+ * The pod UID a lease is keyed by: K8S_POD_UID, or without it (cnitool by hand) `ctr-` and the
+ * container id's first 64 characters, so ADD and DEL of the same container still meet in one lease.
+ */
+export const leasePodUid = (k8sPodUid: string | undefined, containerId: string): string =>
+  k8sPodUid || `${CONTAINER_POD_UID}${containerId.slice(0, 64)}`;
+
+/** A lease made without K8S_POD_UID (cnitool by hand): its container id stands in, no pod to compare. */
+export const madeByHand = (podUid: string): boolean => podUid === '' || podUid.startsWith(CONTAINER_POD_UID);
+
 export const leaseWorkflowId = (podUid: string, ifName: string): string => `lease/${podUid}/${ifName}`;
 export const nodeWorkflowId = (nodeName: string): string => `node/${nodeName}`;
 export const poolWorkflowId = (poolName: string): string => `pool/${poolName}`;
 /** The reconciler's Temporal Schedule: one per control-plane task queue. */
 export const reconcileScheduleId = (taskQueue: string): string => `reconcile/${taskQueue}`;
-
-/** A lease made without K8S_POD_UID (cnitool by hand): its container id stands in, no pod to compare. */
-export const madeByHand = (podUid: string): boolean => podUid === '' || podUid.startsWith('ctr-');
 
 /**
  * Update ids of the shim's calls: one per CNI call. Temporal answers a reused id with the earlier

@@ -1,6 +1,7 @@
 // The real cnitool v1.3.0 drives netlease as the runtime would: a conflist [loopback, netlease
 // in ptp mode], and the reference bridge plugin delegating IPAM to netlease.
 import { randomUUID } from 'node:crypto';
+import { leasePodUid } from '../../domain/ids';
 import { globalAddresses, type Link } from '../../kernel/links';
 import { cniSetup, cnitool, cnitoolContainerId, type CniSetup } from '../harness/cnitool';
 import { netconf } from '../harness/netconf';
@@ -69,7 +70,7 @@ test('GC with one attachment dropped removes only that one; cnitool gc (no valid
   ok(await cnitool(ptp, 'add', ptpNet, kept.path));
   ok(await cnitool(ptp, 'add', ptpNet, dropped.path));
   // GC finds the node's leases through visibility. (cnitool passes no K8S_POD_UID: the container id stands in.)
-  const uidOf = (netns: TestNetns) => `ctr-${cnitoolContainerId(netns.path).slice(0, 64)}`;
+  const uidOf = (netns: TestNetns) => leasePodUid(undefined, cnitoolContainerId(netns.path));
   await untilListed(ctx.temporal.client, ctx.temporal.taskQueue, podsListed(uidOf(kept), uidOf(dropped)));
   const gc = await runShim({
     command: 'GC',

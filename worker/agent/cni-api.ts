@@ -8,7 +8,7 @@ import { dirname } from 'node:path';
 import { handleCniCall, type CniAnswer } from '../../cni/handle';
 import type { CniContext } from '../../cni/commands';
 import { clientFor, closeTemporalClients } from './temporal-clients';
-import { leaseWorkflowId } from '../../domain/ids';
+import { leasePodUid, leaseWorkflowId } from '../../domain/ids';
 import { hostNodeLabel } from '../../kubernetes/node-name';
 import {
   cniDuration,
@@ -76,7 +76,7 @@ export function callFields(call: QueuedCall): Record<string, string> {
     // not JSON: the answer says so (error 6)
   }
   const fields: Record<string, string> = { verb: verbLabel(env.CNI_COMMAND) };
-  const uid = args.K8S_POD_UID || (env.CNI_CONTAINERID ? `ctr-${env.CNI_CONTAINERID.slice(0, 64)}` : '');
+  const uid = env.CNI_CONTAINERID ? leasePodUid(args.K8S_POD_UID, env.CNI_CONTAINERID) : args.K8S_POD_UID;
   if (args.K8S_POD_NAME) fields.pod = `${args.K8S_POD_NAMESPACE ?? ''}/${args.K8S_POD_NAME}`;
   if (args.K8S_POD_UID) fields.podUid = args.K8S_POD_UID;
   if (uid && env.CNI_IFNAME) fields.leaseId = leaseWorkflowId(uid, env.CNI_IFNAME);
