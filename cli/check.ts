@@ -2,6 +2,7 @@
 // open lease, every open lease's pod there by UID (a quorum read) and its workflow task not
 // failing, every block owned by a live incarnation. Reads only; exit 1 when it finds a problem
 // (notes, such as a lease made by hand, do not count).
+import { addressOwnershipFindings, allocationCount } from '../domain/address-ownership';
 import { leaseExecutions } from '../temporal/visibility';
 import { onlyOptions, positionals, type CommandLine } from './args';
 import { checkPods, checkTasks, type Finding, type Note } from './check-leases';
@@ -21,57 +22,19 @@ export function checkCommand(line: CommandLine): Run {
       readNodes(context),
       readPools(context),
     ]);
-    const openLeases = new Map(leases.map((l) => [l.workflowId, l]));
 
     // Addresses: every allocation's owner is an open lease, no address is held twice, and each
-    // open lease's addresses are allocated to it.
-    const holders = new Map<string, string[]>();
-    let allocations = 0;
-    for (const node of nodes) {
+    // open lease's addresses are allocated to it (domain/address-ownership).
+    for (const node of nodes)
       if (node.error)
         problems.push({
           check: 'addresses',
           problem: `node/${node.name}: state query failed: ${node.error}`,
         });
-      for (const [pool, t] of Object.entries(node.state?.tables ?? {})) {
-        for (const a of Object.values(t.allocations)) {
-          allocations++;
-          holders.set(a.address, [
-            ...(holders.get(a.address) ?? []),
-            `${a.owner} (node ${node.name}, pool ${pool})`,
-          ]);
-          if (!openLeases.has(a.owner))
-            problems.push({
-              check: 'addresses',
-              problem: `${a.address} on node ${node.name} is held by ${a.owner}, which is not an open lease`,
-            });
-        }
-      }
-    }
-    for (const [address, owners] of holders)
-      if (owners.length > 1)
-        problems.push({
-          check: 'addresses',
-          problem: `${address} is held ${owners.length} times: ${owners.join('; ')}`,
-        });
-    const claimed = new Map<string, string[]>();
-    for (const lease of leases)
-      for (const address of lease.addresses)
-        claimed.set(address, [...(claimed.get(address) ?? []), lease.workflowId]);
-    for (const [address, owners] of claimed) {
-      if (owners.length > 1)
-        problems.push({
-          check: 'addresses',
-          problem: `${address} is claimed by ${owners.length} open leases: ${owners.join(', ')}`,
-        });
-      const held = holders.get(address) ?? [];
-      for (const owner of owners)
-        if (!held.some((h) => h.startsWith(`${owner} `)))
-          problems.push({
-            check: 'addresses',
-            problem: `${owner} lists ${address}, but no node has it allocated to that lease`,
-          });
-    }
+    const tables = nodes.map((n) => ({ node: n.name, tables: n.state?.tables ?? {} }));
+    for (const found of addressOwnershipFindings(tables, leases))
+      problems.push({ check: 'addresses', problem: found.message });
+    const allocations = allocationCount(tables);
     notes.push(
       `addresses: ${allocations} allocations on ${nodes.length} nodes, ${leases.length} open leases`,
     );

@@ -3,7 +3,7 @@
 // continuously), and at the end every lease is released and every address free.
 import { randomUUID } from 'node:crypto';
 import { isGrpcDeadlineError } from '@temporalio/client';
-import type { Allocation } from '../../domain/allocation';
+import { addressOwnershipFindings, allocationCount, type NodeTables } from '../../domain/address-ownership';
 import { nodeWorkflowId } from '../../domain/ids';
 import { knownLeases } from '../../temporal/visibility';
 import { isGoneError, workflowIsGone } from '../../temporal/workflow-gone';
@@ -36,29 +36,28 @@ function ownershipChecker(nodes: string[]) {
   let stopped = false;
   const isClosed = (leaseId: string) => workflowIsGone(scenario.temporal.client, leaseId);
   /** A query that times out (a busy worker) is asked again, a bounded number of times. */
-  const readTable = async (node: string, attempt = 1): Promise<Record<string, Allocation>> => {
+  const readTables = async (node: string, attempt = 1): Promise<NodeTables> => {
     try {
       const handle = scenario.temporal.client.workflow.getHandle(nodeWorkflowId(node));
-      const state = await handle.query(nodeStateQuery);
-      return state.tables[scenario.temporal.taskQueue]?.allocations ?? {};
+      return { node, tables: (await handle.query(nodeStateQuery)).tables };
     } catch (err) {
-      if (isGoneError(err)) return {};
-      if (isGrpcDeadlineError(err) && attempt < 5) return readTable(node, attempt + 1);
+      if (isGoneError(err)) return { node, tables: {} };
+      if (isGrpcDeadlineError(err) && attempt < 5) return readTables(node, attempt + 1);
       throw err;
     }
   };
   const round = async () => {
-    const owners = new Map<string, string>();
-    for (const node of nodes) {
-      const allocations = Object.values(await readTable(node));
-      allocationsRead += allocations.length;
-      for (const allocation of allocations) {
-        const other = owners.get(allocation.address);
-        if (other && other !== allocation.owner)
-          violations.push(`${allocation.address} held by ${other} and ${allocation.owner}`);
-        owners.set(allocation.address, allocation.owner);
-      }
-    }
+    const read: NodeTables[] = [];
+    for (const node of nodes) read.push(await readTables(node));
+    allocationsRead += allocationCount(read);
+    violations.push(...addressOwnershipFindings(read).map((f) => f.message));
+    const owners = new Map(
+      read.flatMap(({ tables }) =>
+        Object.values(tables).flatMap((t) =>
+          Object.values(t.allocations).map((a) => [a.address, a.owner] as const),
+        ),
+      ),
+    );
     for (const [address, owner] of owners) {
       const previous = lastOwner.get(address);
       if (previous && previous !== owner && !(await isClosed(previous))) {
@@ -74,6 +73,7 @@ function ownershipChecker(nodes: string[]) {
   })();
   return {
     violations,
+    readTables,
     /** Rejects if a round failed to read a table. */
     async stop() {
       stopped = true;
@@ -126,6 +126,9 @@ test('500 pods churn on 10 nodes with the reconciler running', async () => {
   expect(rounds).toBeGreaterThan(10);
   expect(allocationsRead).toBeGreaterThan(PODS);
 
+  // No lease is open, so no address may be held (domain/address-ownership, as netleasectl check).
+  const tables = await Promise.all(nodes.map((node) => checker.readTables(node)));
+  expect(addressOwnershipFindings(tables, [])).toEqual([]);
   const now = Date.now();
   for (const node of nodes) {
     const table = await scenario.table(node);
