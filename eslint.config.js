@@ -3,9 +3,11 @@ const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 const prettier = require('eslint-config-prettier');
 const { builtinModules } = require('node:module');
+const { dirname, join, relative } = require('node:path').posix;
+const { forbiddenImport } = require('./layers');
 
 // Workflow and domain code is bundled into Temporal's deterministic sandbox: no Node built-ins,
-// no clients, no clocks or randomness of its own, and activities only as types.
+// no clients, no clocks or randomness of its own (which folders they import: layers.js).
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 const deterministic = {
   'no-restricted-imports': [
@@ -15,15 +17,6 @@ const deterministic = {
       patterns: [
         {
           group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity', '@kubernetes/*'],
-          message: 'Not allowed in deterministic code.',
-        },
-        {
-          group: ['**/activities/**', '**/activities'],
-          allowTypeImports: true,
-          message: 'Workflows import activities as types only.',
-        },
-        {
-          group: ['**/worker/**', '**/cni/**', '**/tools/**', '**/observability/**'],
           message: 'Not allowed in deterministic code.',
         },
       ],
@@ -39,22 +32,27 @@ const deterministic = {
   '@typescript-eslint/consistent-type-imports': 'error',
 };
 
-// Folder boundaries (test/unit/architecture checks the same, and that there are no circles):
-// kernel work, Kubernetes reading and Temporal client helpers stand below activities and the CNI.
-const layer = (forbidden) => ({
-  'no-restricted-imports': [
-    'error',
-    {
-      patterns: [
-        {
-          // The project's folders, not packages of the same name (@temporalio/worker).
-          group: [...forbidden.flatMap((folder) => [`**/${folder}/**`, `**/${folder}`]), '!@*/**'],
-          message: 'This folder must not depend on that layer (see test/unit/architecture).',
-        },
-      ],
-    },
-  ],
-});
+// Folder boundaries, from the table in layers.js (test/unit/architecture checks the same table,
+// and that there are no circles). An import's path is resolved to its module, as the test does.
+/** @type {import('eslint').Rule.RuleModule} */
+const layers = {
+  meta: { type: 'problem', docs: { description: 'imports across layers (layers.js)' }, schema: [] },
+  create(context) {
+    const from = relative(__dirname, context.filename).replace(/\.ts$/, '');
+    const check = (node, source, typeOnly) => {
+      if (typeof source?.value !== 'string' || !source.value.startsWith('.')) return;
+      const to = join(dirname(from), source.value);
+      const why = forbiddenImport(from, to, typeOnly);
+      if (why) context.report({ node, message: `${from} must not import ${to}: ${why} (layers.js).` });
+    };
+    return {
+      ImportDeclaration: (node) => check(node, node.source, node.importKind === 'type'),
+      ExportNamedDeclaration: (node) => check(node, node.source, node.exportKind === 'type'),
+      ExportAllDeclaration: (node) => check(node, node.source, node.exportKind === 'type'),
+      ImportExpression: (node) => check(node, node.source, false),
+    };
+  },
+};
 
 module.exports = tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.netlease/**', 'coverage/**'] },
@@ -69,50 +67,7 @@ module.exports = tseslint.config(
     },
   },
   { files: ['domain/**/*.ts', 'workflows/**/*.ts'], rules: deterministic },
-  {
-    files: ['kernel/**/*.ts'],
-    rules: layer(['workflows', 'activities', 'kubernetes', 'temporal', 'worker', 'cni', 'tools']),
-  },
-  {
-    files: ['kubernetes/**/*.ts'],
-    rules: layer(['workflows', 'activities', 'kernel', 'temporal', 'worker', 'cni', 'tools']),
-  },
-  {
-    files: ['temporal/**/*.ts'],
-    rules: layer(['activities', 'kernel', 'kubernetes', 'worker', 'cni', 'tools']),
-  },
-  { files: ['activities/**/*.ts'], rules: layer(['worker', 'cni', 'tools']) },
-  { files: ['cni/**/*.ts'], rules: layer(['activities', 'worker', 'tools']) },
-  // Logs and metrics: used by every process-side layer, importing none of them.
-  {
-    files: ['observability/**/*.ts'],
-    rules: layer(['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools']),
-  },
-  // The operator's CLI: domain, workflows/*-messages, temporal, kubernetes, worker/config-file.
-  {
-    files: ['cli/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                ...['activities', 'kernel', 'cni', 'tools'].flatMap((f) => [`**/${f}/**`, `**/${f}`]),
-                '**/workflows/*',
-                '!**/workflows/*-messages',
-                '**/worker/*',
-                '!**/worker/config-file',
-                '!@*/**',
-              ],
-              message:
-                'The CLI imports domain, workflows/*-messages, temporal, kubernetes and worker/config-file only.',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  { files: ['**/*.ts'], plugins: { netlease: { rules: { layers } } }, rules: { 'netlease/layers': 'error' } },
   // Workflows get replay-safe Date and Math.random from the sandbox; domain code takes time as input.
   {
     files: ['domain/**/*.ts'],

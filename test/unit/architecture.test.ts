@@ -1,23 +1,19 @@
 // The layout holds: no import circles (type-only imports included, since they tie modules
-// together just the same), and each folder imports only the layers below it.
+// together just the same), and every import obeys the layer table in layers.js (which ESLint
+// reads too, so the two cannot differ).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, normalize, relative } from 'node:path';
 
 const root = join(__dirname, '..', '..', '..');
-const FOLDERS = [
-  'domain',
-  'workflows',
-  'activities',
-  'kernel',
-  'kubernetes',
-  'temporal',
-  'worker',
-  'cni',
-  'observability',
-  'storage',
-  'tools',
-  'cli',
-];
+
+interface LayerTable {
+  FOLDERS: string[];
+  LAYERS: Array<{ from: string; forbidden: string[] }>;
+  /** Why `from` must not import `to` (undefined: it may). */
+  forbiddenImport(from: string, to: string, typeOnly: boolean): string | undefined;
+}
+const { FOLDERS, LAYERS, forbiddenImport } = createRequire(__filename)(join(root, 'layers.js')) as LayerTable;
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -27,17 +23,25 @@ function sources(dir: string): string[] {
   });
 }
 
+interface Import {
+  module: string;
+  /** `import type … from` or `export type … from`: types only. */
+  typeOnly: boolean;
+}
+
+/** A module's project imports: `… from './x'` statements and `import('./x')`. */
+const IMPORT = /(?:^(import|export)(\s+type)?\b[^;]*?\bfrom|\bimport\()\s*'(\.[^']+)'/gm;
+
 /** module (path without .ts, relative to the root) → the project modules it imports. */
-function importGraph(): Map<string, string[]> {
-  const graph = new Map<string, string[]>();
+function importGraph(): Map<string, Import[]> {
+  const graph = new Map<string, Import[]>();
   for (const file of FOLDERS.flatMap((f) => sources(join(root, f)))) {
-    const text = readFileSync(file, 'utf8');
-    const specs = [...text.matchAll(/(?:from|import\()\s*'(\.[^']+)'/g)].map((m) => m[1] ?? '');
     const module = relative(root, file).replace(/\.ts$/, '');
-    graph.set(
-      module,
-      specs.map((spec) => normalize(join(dirname(module), spec))),
-    );
+    const imports = [...readFileSync(file, 'utf8').matchAll(IMPORT)].map((m) => ({
+      module: normalize(join(dirname(module), m[3] ?? '')),
+      typeOnly: m[2] !== undefined,
+    }));
+    graph.set(module, imports);
   }
   return graph;
 }
@@ -61,6 +65,7 @@ function cycles(graph: Map<string, string[]>): string[][] {
 }
 
 const graph = importGraph();
+const edges = new Map([...graph].map(([module, imports]) => [module, imports.map((i) => i.module)]));
 
 test('the import graph reads every source folder', () => {
   for (const folder of FOLDERS) expect([...graph.keys()].some((m) => m.startsWith(`${folder}/`))).toBe(true);
@@ -68,7 +73,7 @@ test('the import graph reads every source folder', () => {
 });
 
 test('no import circles', () => {
-  expect(cycles(graph).map((c) => c.join(' → '))).toEqual([]);
+  expect(cycles(edges).map((c) => c.join(' → '))).toEqual([]);
 });
 
 test('the cycle finder finds a circle', () => {
@@ -80,36 +85,44 @@ test('the cycle finder finds a circle', () => {
   expect(cycles(circular)).toEqual([['a', 'b', 'c', 'a']]);
 });
 
-const allBut = (...kept: string[]): string[] => FOLDERS.filter((folder) => !kept.includes(folder));
-
-/** What each folder must not import. */
-const FORBIDDEN: Record<string, string[]> = {
-  domain: allBut('domain', 'storage', 'cli'),
-  workflows: ['kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'observability', 'tools'],
-  kernel: ['workflows', 'activities', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
-  kubernetes: ['workflows', 'activities', 'kernel', 'temporal', 'worker', 'cni', 'tools'],
-  temporal: ['activities', 'kernel', 'kubernetes', 'worker', 'cni', 'tools'],
-  activities: ['worker', 'cni', 'tools'],
-  cni: ['activities', 'worker', 'tools'],
-  observability: ['workflows', 'activities', 'kernel', 'kubernetes', 'temporal', 'worker', 'cni', 'tools'],
-  // Durable files on the node: below everything that uses them.
-  storage: allBut('storage'),
-  // The operator's CLI reads through temporal/ and kubernetes/; of worker/ only the config loader.
-  cli: ['workflows', 'activities', 'kernel', 'worker', 'cni', 'tools'],
-};
-
-/** Modules of a forbidden layer a folder may import all the same. */
-const EXCEPTIONS: Record<string, RegExp> = {
-  cli: /^(workflows\/[a-z-]+-messages|worker\/config-file)$/,
-};
-
-test.each(Object.entries(FORBIDDEN))('%s imports only the layers below it', (folder, forbidden) => {
-  const wrong = [...graph]
-    .filter(([module]) => module.startsWith(`${folder}/`))
-    .flatMap(([module, imports]) =>
-      imports
-        .filter((i) => forbidden.some((f) => i.startsWith(`${f}/`)) && !EXCEPTIONS[folder]?.test(i))
-        .map((i) => `${module} → ${i}`),
-    );
+test('every import obeys the layer table', () => {
+  const wrong = [...graph].flatMap(([module, imports]) =>
+    imports.flatMap(({ module: to, typeOnly }) => {
+      const why = forbiddenImport(module, to, typeOnly);
+      return why ? [`${module} → ${to}: ${why}`] : [];
+    }),
+  );
   expect(wrong).toEqual([]);
+});
+
+test('the import reader sees type-only imports and every rule binds modules that exist', () => {
+  const leaseImports = graph.get('workflows/lease') ?? [];
+  expect(leaseImports).toContainEqual({ module: 'activities/control', typeOnly: true });
+  expect(leaseImports).toContainEqual({ module: 'domain/ids', typeOnly: false });
+  for (const { from } of LAYERS) expect([...graph.keys()].some((m) => m.startsWith(`${from}/`))).toBe(true);
+});
+
+test.each([
+  ['worker/agent/node-agent', 'worker/control/bundle', false],
+  ['worker/control/control', 'worker/agent/offers', true],
+  ['cni/handle', 'worker/agent/offers', false],
+  ['workflows/lease', 'activities/control', false],
+  ['workflows/lease', 'temporal/signals', true],
+  ['domain/ids', 'storage/durable-files', false],
+  ['cli/check', 'workflows/lease', false],
+  ['kernel/ip', 'cli/args', false],
+])('the table forbids %s → %s (type only: %s)', (from, to, typeOnly) => {
+  expect(forbiddenImport(from, to, typeOnly)).toEqual(expect.any(String));
+});
+
+test.each([
+  ['worker/agent/node-agent', 'worker/config-file', false],
+  ['worker/control/control', 'worker/process-flags', false],
+  ['worker/agent/cni-api', 'cni/handle', false],
+  ['workflows/lease', 'activities/control', true],
+  ['cli/check', 'workflows/lease-messages', false],
+  ['cli/context', 'worker/config-file', false],
+  ['activities/addresses', 'temporal/workflow-gone', false],
+])('the table allows %s → %s (type only: %s)', (from, to, typeOnly) => {
+  expect(forbiddenImport(from, to, typeOnly)).toBeUndefined();
 });
