@@ -1,6 +1,7 @@
 // The SDK's log lines through our adapter: one short JSON line, an expected retry without a stack.
 import { ApplicationFailure } from '@temporalio/common';
 import { createLog, describeFailure, sdkLogger } from '../../observability/log';
+import { decodeCall } from '../../cni/handle';
 import { callFields } from '../../worker/agent/cni-api';
 
 function captured() {
@@ -55,15 +56,17 @@ test('describeFailure takes the innermost cause, first line only', () => {
 
 test('callFields names verb, pod, lease and node from the call', () => {
   expect(
-    callFields({
-      env: {
-        CNI_COMMAND: 'ADD',
-        CNI_CONTAINERID: 'c1',
-        CNI_IFNAME: 'eth0',
-        CNI_ARGS: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web;K8S_POD_UID=u1',
-      },
-      stdin: JSON.stringify({ nodeName: 'n1' }),
-    }),
+    callFields(
+      decodeCall({
+        env: {
+          CNI_COMMAND: 'ADD',
+          CNI_CONTAINERID: 'c1',
+          CNI_IFNAME: 'eth0',
+          CNI_ARGS: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web;K8S_POD_UID=u1',
+        },
+        stdin: JSON.stringify({ nodeName: 'n1' }),
+      }),
+    ),
   ).toEqual({
     verb: 'ADD',
     pod: 'ns/web',
@@ -72,5 +75,5 @@ test('callFields names verb, pod, lease and node from the call', () => {
     containerId: 'c1',
     node: 'n1',
   });
-  expect(callFields({ env: { CNI_COMMAND: 'BOGUS' }, stdin: 'not json' }).verb).toBe('invalid');
+  expect(callFields(decodeCall({ env: { CNI_COMMAND: 'BOGUS' }, stdin: 'not json' })).verb).toBe('invalid');
 });

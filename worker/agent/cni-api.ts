@@ -5,7 +5,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { handleCniCall, type CniAnswer } from '../../cni/handle';
+import { decodeCall, handleCniCall, wireAnswer, type CniAnswer, type DecodedCall } from '../../cni/handle';
+import { CniCode } from '../../cni/errors';
 import type { CniContext } from '../../cni/commands';
 import { clientFor, closeTemporalClients } from './temporal-clients';
 import { leasePodUid, leaseWorkflowId } from '../../domain/ids';
@@ -44,23 +45,25 @@ export interface CniApi {
   close(): Promise<void>;
 }
 
-const tryAgainLater = (answer: CniAnswer) => answer.exitCode !== 0 && /"code":11[,}]/.test(answer.stdout);
+const tryAgainLater = (answer: CniAnswer) =>
+  answer.exitCode !== 0 && answer.error.code === CniCode.tryAgainLater;
 
 /** The CNI error of a failed answer: its code and message. */
 function errorOf(answer: CniAnswer): { code: number; error?: string } {
   if (answer.exitCode === 0) return { code: 0 };
-  try {
-    const parsed = JSON.parse(answer.stdout) as { code?: unknown; msg?: unknown; details?: unknown };
-    const code = typeof parsed.code === 'number' ? parsed.code : 999;
-    const text = [parsed.msg, parsed.details].filter((t) => typeof t === 'string' && t).join(': ');
-    return { code, error: shortMessage(text) };
-  } catch {
-    return { code: 999, error: shortMessage(answer.stdout) };
-  }
+  const { code, message, details } = answer.error;
+  return { code, error: shortMessage([message, details].filter(Boolean).join(': ')) };
+}
+
+/** The node a call names in its network configuration, if any (ipam.nodeName when delegated). */
+function nodeOf({ stdin }: DecodedCall): unknown {
+  if (!stdin.ok) return undefined; // not JSON: the answer says so (error 6)
+  const conf = stdin.value as { nodeName?: unknown; ipam?: { nodeName?: unknown } } | null;
+  return conf?.nodeName ?? conf?.ipam?.nodeName;
 }
 
 /** What a log line says about a call: verb, pod, node, lease id. Never throws. */
-export function callFields(call: QueuedCall): Record<string, string> {
+export function callFields(call: DecodedCall): Record<string, string> {
   const env = call.env;
   const args = Object.fromEntries(
     (env.CNI_ARGS ?? '')
@@ -68,13 +71,7 @@ export function callFields(call: QueuedCall): Record<string, string> {
       .map((pair) => pair.split('=', 2))
       .filter((kv): kv is [string, string] => kv.length === 2),
   );
-  let node: unknown;
-  try {
-    const conf = JSON.parse(call.stdin) as { nodeName?: unknown; ipam?: { nodeName?: unknown } };
-    node = conf.nodeName ?? conf.ipam?.nodeName;
-  } catch {
-    // not JSON: the answer says so (error 6)
-  }
+  const node = nodeOf(call);
   const fields: Record<string, string> = { verb: verbLabel(env.CNI_COMMAND) };
   const uid = env.CNI_CONTAINERID ? leasePodUid(args.K8S_POD_UID, env.CNI_CONTAINERID) : args.K8S_POD_UID;
   if (args.K8S_POD_NAME) fields.pod = `${args.K8S_POD_NAMESPACE ?? ''}/${args.K8S_POD_NAME}`;
@@ -93,20 +90,21 @@ async function answer(
   context: CniContext,
 ): Promise<CniAnswer> {
   const started = process.hrtime.bigint();
-  let result = await handleCniCall(call, context);
+  const decoded = decodeCall(call);
+  let result = await handleCniCall(decoded, context);
   let queued = false;
   if (call.env.CNI_COMMAND === 'DEL' && tryAgainLater(result)) {
     await enqueueDelete(deleteQueue, call);
     deletesQueued.inc();
     queued = true;
-    result = { exitCode: 0, stdout: '' };
+    result = { exitCode: 0 };
   }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const { code, error } = errorOf(result);
   const verb = verbLabel(call.env.CNI_COMMAND);
   cniRequests.inc({ verb, code: String(code) });
   cniDuration.observe({ verb, result: code === 0 ? 'success' : 'error' }, seconds);
-  const fields = { ...callFields(call), code, durationMs: Math.round(seconds * 1000) };
+  const fields = { ...callFields(decoded), code, durationMs: Math.round(seconds * 1000) };
   if (queued) log.warn({ ...fields, queued: true }, 'cni DEL queued: Temporal did not answer');
   else if (code !== 0) log.warn({ ...fields, error }, 'cni call failed');
   // STATUS comes every few seconds from the runtime: at debug, so the log stays about pods.
@@ -151,7 +149,7 @@ export async function serveCniApi({
       try {
         if (request.method !== 'POST' || request.url !== '/cni') throw new Error('POST /cni only');
         const call = QueuedCallSchema.parse(JSON.parse(await readBody(request)));
-        const body = JSON.stringify(await answer(call, deleteQueue, log, context));
+        const body = JSON.stringify(wireAnswer(await answer(call, deleteQueue, log, context)));
         response.writeHead(200, { 'content-type': 'application/json' }).end(body);
       } catch (err) {
         log.warn({ error: errorMessage(err) }, 'cni API: bad request');
@@ -165,7 +163,7 @@ export async function serveCniApi({
   await chmod(socket, 0o660);
 
   const apply = async (call: QueuedCall): Promise<Applied> => {
-    const result = await handleCniCall(call, context);
+    const result = await handleCniCall(decodeCall(call), context);
     return tryAgainLater(result) ? 'later' : 'done';
   };
   let draining: Promise<void> = Promise.resolve();
