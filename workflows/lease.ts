@@ -144,6 +144,7 @@ class Lease {
     const parsed = ReleaseSchema.safeParse(request);
     if (parsed.success) {
       this.releaseRequest ??= parsed.data;
+      log.info('release signal received', { reason: this.releaseRequest.reason, phase: this.state.phase });
       return;
     }
     const problems = request === undefined ? 'no input' : describeIssues(parsed.error);
@@ -297,6 +298,11 @@ class Lease {
   private park(attachment: Attachment, err: unknown): void {
     attachment.status = 'parked';
     this.state.lastError = describe(err);
+    log.warn('lease parked in ActivationFailed: send the retry signal once the cause is fixed', {
+      ifName: attachment.ifName,
+      containerId: attachment.containerId,
+      error: causeOf(err),
+    });
     const kept = this.state.addresses.map((a) => `\`${a.address}/${a.prefixLength}\``).join(', ');
     const budget = this.policy ? `its budget of ${this.policy.maximumAttempts} attempts` : 'its budget';
     this.enter(
@@ -309,12 +315,15 @@ class Lease {
 
   /** The `retry` signal: every parked attachment is activated again with a fresh budget. */
   private retryParked(): void {
+    const parked = this.state.attachments.filter((a) => a.status === 'parked').length;
+    log.info('retry signal received', { parked, phase: this.state.phase });
     for (const attachment of this.state.attachments)
       if (attachment.status === 'parked') attachment.status = 'pending';
   }
 
   /** confirm-running: the pod with this UID is Running (watch hint verified by a quorum read). */
   private confirmRunning(): void {
+    log.info('podRunning signal received', { phase: this.state.phase });
     this.podRunning = true;
     if (this.state.phase === 'Active' || this.state.phase === 'Stalled')
       this.enter('Running', 'pod is Running');
@@ -351,6 +360,7 @@ class Lease {
   async release(): Promise<void> {
     if (this.produceFailure) {
       this.enter('Released', `produce failed: ${this.produceFailure.message}`);
+      log.info('lease released', { reason: `produce failed: ${this.produceFailure.message}`, addresses: [] });
       return;
     }
     const request = this.releaseRequest ?? { reason: 'released', nodeGone: false };
@@ -377,6 +387,10 @@ class Lease {
       ],
     );
     this.enter('Released', `${request.reason}; addresses returned`);
+    log.info('lease released', {
+      reason: request.reason,
+      addresses: this.state.addresses.map((a) => a.address),
+    });
   }
 
   /** The agent's offer ends before the addresses go back; an ADD it answered becomes an attachment. */

@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { leaseWorkflowId } from '../../domain/ids';
+import { signalPodRunning, signalRelease } from '../../temporal/signals';
+import { retrySignal } from '../../workflows/lease-messages';
 import { freePort, startTracked, stopPid, waitFor, type Tracked } from '../../tools/processes';
 import { sampleSum, sampleValue, scrape } from '../harness/exposition';
 import { testCluster, kubeconfigPath, type TestCluster } from '../harness/kube';
@@ -213,6 +215,53 @@ test('a real Prometheus scrapes both ports', async () => {
   expect(await waitFor(adds, 30_000, 500)).toBe(true);
   const parked = async () => (await server.query('netlease_leases_parked'))[0]?.value[1] === '1';
   expect(await waitFor(parked, 30_000, 500)).toBe(true);
+});
+
+test("a lease's park, its signals and its release are one log line each, with the lease id", async () => {
+  const connection = await Connection.connect({ address: temporalAddress() });
+  const client = new Client({ connection });
+  const [broken, ok] = [leaseWorkflowId(pods.broken.uid, 'net1'), leaseWorkflowId(pods.ok.uid, 'eth0')];
+  const lines = (leaseId: string, msg: string) =>
+    jsonLines(control?.stdout() ?? '').filter((l) => l.leaseId === leaseId && String(l.msg).startsWith(msg));
+  const until = (leaseId: string, msg: string, count = 1) =>
+    waitFor(() => lines(leaseId, msg).length >= count, 30_000, 100);
+  try {
+    expect(await until(broken, 'lease parked')).toBe(true);
+    await client.workflow.getHandle(broken).signal(retrySignal);
+    expect(await until(broken, 'retry signal received')).toBe(true);
+    expect(await until(broken, 'lease parked', 2)).toBe(true); // the netns is still missing
+    await signalPodRunning(client, ok);
+    await signalRelease(client, broken, 'test: broken is done');
+    expect(await until(broken, 'lease released')).toBe(true);
+    expect(await until(ok, 'podRunning signal received')).toBe(true);
+  } finally {
+    await connection.close();
+  }
+  const parked = lines(broken, 'lease parked');
+  expect(parked).toHaveLength(2);
+  expect(parked[0]).toEqual(
+    expect.objectContaining({
+      level: 'warn',
+      msg: 'lease parked in ActivationFailed: send the retry signal once the cause is fixed',
+      ifName: 'net1',
+      containerId: `ctr-${pods.broken.uid}`,
+      error: expect.stringContaining('does not exist'),
+    }),
+  );
+  expect(lines(broken, 'retry signal received')).toEqual([
+    expect.objectContaining({ level: 'info', parked: 1, phase: 'ActivationFailed' }),
+  ]);
+  expect(lines(broken, 'release signal received')).toEqual([
+    expect.objectContaining({ level: 'info', reason: 'test: broken is done', phase: 'ActivationFailed' }),
+  ]);
+  const [released] = lines(broken, 'lease released');
+  expect(released).toEqual(expect.objectContaining({ level: 'info', reason: 'test: broken is done' }));
+  const addresses = released?.addresses as string[];
+  expect(addresses).toHaveLength(2); // one per family
+  expect(addresses.some((a) => a.startsWith('198.18.'))).toBe(true);
+  expect(lines(ok, 'podRunning signal received')).toEqual([
+    expect.objectContaining({ level: 'info', phase: 'Produced' }),
+  ]);
 });
 
 test('every stdout line is one JSON event; an ADD and a failed attempt are one line each', () => {
