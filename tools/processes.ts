@@ -1,6 +1,7 @@
 // Child processes we start: tracked by PID, stopped by PID, waited on with a deadline.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { z } from 'zod';
 
 export interface Tracked {
   pid: number;
@@ -69,6 +70,45 @@ export async function waitFor(predicate: () => boolean | Promise<boolean>, timeo
 
 export { freePort } from '../observability/ports';
 
+/** A process's command line as /proc shows it (arguments NUL-separated); '' when it is gone. */
+export function cmdlineOf(pid: number | 'self'): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** A process that records its children: its PID with its command line, to tell a reused PID. */
+const ProcessRecordSchema = z.object({ pid: z.number().int().positive(), cmdline: z.string() });
+export type ProcessRecord = z.infer<typeof ProcessRecordSchema>;
+
+/** A PID file: the PIDs to stop (a bare array in older files) and who wrote them. */
+const PidFileSchema = z.union([
+  z.array(z.number()).transform((pids) => ({ pids, launcher: undefined })),
+  z.object({ pids: z.array(z.number()).default([]), launcher: ProcessRecordSchema.optional() }),
+]);
+
+function readPidFile(pidFile: string): z.infer<typeof PidFileSchema> {
+  if (!existsSync(pidFile)) return { pids: [], launcher: undefined };
+  const parsed = PidFileSchema.safeParse(JSON.parse(readFileSync(pidFile, 'utf8')));
+  if (!parsed.success) throw new Error(`${pidFile}: not a PID file; remove it if no run is going on`);
+  return parsed.data;
+}
+
+/** This process, as `runningLauncher` recognises it. */
+export const thisProcess = (): ProcessRecord => ({ pid: process.pid, cmdline: cmdlineOf('self') });
+
+/**
+ * The launcher recorded in `pidFile` if it still runs: its PID alive with the command line it
+ * recorded (a PID reused by another program is not it). undefined: none, or a stale record.
+ */
+export function runningLauncher(pidFile: string): ProcessRecord | undefined {
+  const { launcher } = readPidFile(pidFile);
+  if (!launcher || launcher.pid === process.pid || !isAlive(launcher.pid)) return undefined;
+  return cmdlineOf(launcher.pid) === launcher.cmdline ? launcher : undefined;
+}
+
 /**
  * Stops processes a previous run recorded in `pidFile` and left behind (a killed test run or
  * `npm start`), checking each PID's command line so a reused PID is never touched.
@@ -78,10 +118,8 @@ export async function stopLeftovers(
   pattern = /temporal|etcd|kube-apiserver|control\.js|node-agent\.js/,
 ): Promise<void> {
   if (!existsSync(pidFile)) return;
-  const recorded = JSON.parse(readFileSync(pidFile, 'utf8')) as { pids?: number[] } | number[];
-  const pids = Array.isArray(recorded) ? recorded : (recorded.pids ?? []);
-  for (const pid of pids) {
-    const cmdline = isAlive(pid) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+  for (const pid of readPidFile(pidFile).pids) {
+    const cmdline = isAlive(pid) ? cmdlineOf(pid) : '';
     if (pattern.test(cmdline)) {
       console.log(`netlease: stopping pid ${pid} left by a previous run`);
       await stopPid(pid);

@@ -1,6 +1,6 @@
 // `npm start`: Temporal dev server (UI, SQLite state that survives restarts), a local Kubernetes
 // API, the control worker and this machine's node agent, tracked by PID; Ctrl-C stops them in
-// reverse order.
+// reverse order. One run per state directory: a second refuses while the first runs.
 import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { hostNodeName } from '../kubernetes/node-name';
@@ -10,18 +10,22 @@ import { loadConfigFile } from '../worker/config-file';
 import { CONTROL_WORKER_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
 import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
-import { stopLeftovers, stopPid, type Tracked } from './processes';
+import { runningLauncher, stopLeftovers, stopPid, thisProcess, type Tracked } from './processes';
 import { startReadable } from './readable-log';
 import { supervise, type Supervised } from './supervise';
 import { startDevServer } from './temporal-server';
 
 const root = join(__dirname, '..', '..');
-const stateDir = join(root, '.netlease');
+const stateDir = process.env.NETLEASE_STATE_DIR ?? join(root, '.netlease');
 const pidFile = join(stateDir, 'pids.json');
 
 async function main(): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
+  refuseSecondRun();
   await stopLeftovers(pidFile);
+  const launcher = thisProcess();
+  const record = (pids: number[]) => writeFileSync(pidFile, JSON.stringify({ launcher, pids }));
+  record([]); // from now on a second run finds this one
   const configPath = process.env.NETLEASE_CONFIG ?? join(root, 'deploy', 'dev', 'netlease.yaml');
   const config = loadConfigFile(configPath);
   const [host, port] = config.temporal.address.split(':');
@@ -42,7 +46,7 @@ async function main(): Promise<void> {
   const children: Tracked[] = [server.process];
   const workers: Supervised[] = [];
   const running = () => [...children, ...workers.map((w) => w.current())];
-  const save = () => writeFileSync(pidFile, JSON.stringify(running().map((c) => c.pid)));
+  const save = () => record(running().map((c) => c.pid));
   save();
 
   const effective = await withKubernetes(config, log, children, save);
@@ -109,6 +113,19 @@ Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostNodeName()} regist
   node dist/tools/demo-pod.js delete demo    # the lease is released
 Temporal CLI: ${linkCli(server.cli)}  (not on PATH; e.g. .netlease/bin/temporal workflow list)
 Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
+}
+
+/**
+ * A run whose launcher still runs owns the servers in the PID file: stopping them as leftovers
+ * would pull them from under it. A stale record (launcher gone, PID reused) is cleaned as before.
+ */
+function refuseSecondRun(): void {
+  const first = runningLauncher(pidFile);
+  if (!first) return;
+  throw new Error(
+    `npm start is already running (pid ${first.pid}, state in ${stateDir}); it is left running. ` +
+      `To stop it: Ctrl-C in its terminal, or kill -INT ${first.pid}`,
+  );
 }
 
 /** `.netlease/bin/temporal` → the pinned CLI in the cache, so the README's commands have one path. */
