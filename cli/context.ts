@@ -5,9 +5,9 @@ import { z } from 'zod';
 import { TemporalConnectionSchema, type TemporalConnection } from '../domain/config';
 import { ClusterReader } from '../kubernetes/cluster-reader';
 import { connectKube } from '../kubernetes/kube';
-import { connectClient } from '../temporal/connection';
 import { loadConfigFile } from '../worker/config-file';
 import { argument, OutputSchema, UsageError, type CommandLine, type Output } from './args';
+import { reachTemporal } from './reach';
 
 export interface Context {
   client: Client;
@@ -54,7 +54,7 @@ export async function connect(line: CommandLine): Promise<Context> {
     values.kubeconfig !== undefined ? argument(nonEmpty, values.kubeconfig, '--kubeconfig') : undefined;
   const useKube = kubeconfig !== undefined || config?.kubernetes !== undefined;
   let reader: Promise<ClusterReader> | undefined;
-  const client = await connectClient(settings, { connectTimeoutMs: 10_000 });
+  const client = await reachTemporal(settings);
   return {
     client,
     settings,

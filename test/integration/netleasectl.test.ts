@@ -3,6 +3,7 @@
 // that passes, then fails on real inconsistencies (a pod deleted with watchers off, an allocation
 // loaded for an owner that is no lease).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -17,7 +18,7 @@ import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
 import { CANCELLED_REASON } from '../../workflows/lease';
 import { programPath } from '../../tools/programs';
 import { signalRelease } from '../../temporal/signals';
-import { runToEnd, type Finished } from '../../tools/processes';
+import { freePort, runToEnd, type Finished } from '../../tools/processes';
 import { failingWorkflowTask } from '../../temporal/workflow-task';
 import { loadAllocationUpdate } from '../../workflows/node-messages';
 import { kubeconfigPath } from '../harness/kube';
@@ -132,6 +133,39 @@ test('usage errors name the argument and exit 2, before connecting', async () =>
   const option = await runToEnd('node', [CLI, 'nodes', '--phase', 'Active', '--address', '127.0.0.1:1']);
   expect(option.exitCode).toBe(2);
   expect(option.stderr).toContain('--phase: not an option of "nodes"');
+});
+
+test('with Temporal not there, one line names the address, within seconds', async () => {
+  const timed = async (address: string) => {
+    const started = Date.now();
+    const run = await runToEnd('node', [CLI, 'leases', '--address', address]);
+    return { ...run, seconds: (Date.now() - started) / 1000 };
+  };
+  const hint =
+    'is it running, and is that its address? (--address, or temporal.address in --config / NETLEASE_CONFIG)';
+  const closed = `127.0.0.1:${await freePort()}`;
+  const refused = await timed(closed);
+  expect(refused.stderr).toBe(
+    `netleasectl: Temporal at ${closed} does not answer (connection refused); ${hint}\n`,
+  );
+  expect(refused.exitCode).toBe(1);
+  expect(refused.seconds).toBeLessThan(4); // node's start-up and one refused connection
+  // A port that accepts TCP and never says a word: the 4 s deadline, not the SDK's 10 s.
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => sockets.add(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as { port: number }).port;
+  try {
+    const mute = await timed(`127.0.0.1:${port}`);
+    expect(mute.stderr).toBe(
+      `netleasectl: Temporal at 127.0.0.1:${port} does not answer (no answer within 4 s); ${hint}\n`,
+    );
+    expect(mute.exitCode).toBe(1);
+    expect(mute.seconds).toBeLessThan(8);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+  }
 });
 
 test('leases: a table row per open lease, filters, -o json', async () => {
