@@ -30,6 +30,7 @@ const OPTIONS = {
   pod: { type: 'string' },
   all: { type: 'boolean' },
   reason: { type: 'string' },
+  'node-agent-config': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
 } as const;

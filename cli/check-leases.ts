@@ -9,7 +9,7 @@ import type { Context } from './context';
 import { mapLimited } from './resolve';
 
 export interface Finding {
-  check: 'addresses' | 'pods' | 'blocks' | 'tasks';
+  check: 'addresses' | 'pods' | 'blocks' | 'tasks' | 'conflist';
   problem: string;
 }
 

@@ -1,22 +1,29 @@
 // `netleasectl check`, the calicoctl-ipam-check of netlease: every address held by exactly one
 // open lease, every open lease's pod there by UID (a quorum read) and its workflow task not
-// failing, every block owned by a live incarnation. Reads only; exit 1 when it finds a problem
-// (notes, such as a lease made by hand, do not count).
+// failing, every block owned by a live incarnation; with --node-agent-config, that agent's
+// preProduce against its conflist. Reads only; exit 1 when it finds a problem (notes, such as a
+// lease made by hand, do not count).
+import { z } from 'zod';
 import { addressOwnershipFindings, allocationCount } from '../domain/address-ownership';
+import { NodeAgentConfigSchema, type NodeAgentConfig } from '../domain/config';
+import { DEFAULT_CONFLIST } from '../domain/conflist';
 import { leaseExecutions } from '../temporal/visibility';
-import { onlyOptions, positionals, type CommandLine } from './args';
+import { loadConfigFile, preProduceAgreement } from '../worker/config-file';
+import { argument, onlyOptions, positionals, type CommandLine } from './args';
 import { checkPods, checkTasks, type Finding, type Note } from './check-leases';
 import type { Context, Run } from './context';
 import { emit } from './output';
 import { readNodes, readPools } from './nodes';
 
 export function checkCommand(line: CommandLine): Run {
-  onlyOptions(line, []);
+  onlyOptions(line, ['node-agent-config']);
   positionals(line, []);
+  const agent = nodeAgentConfig(line);
   return async (context: Context) => {
     const problems: Finding[] = [];
     const notes: string[] = [];
     const remarks: Note[] = [];
+    if (agent) conflistCheck(agent.file, agent.config, problems, notes);
     const [leases, nodes, pools] = await Promise.all([
       leaseExecutions(context.client, context.taskQueue, { open: true }),
       readNodes(context),
@@ -95,4 +102,25 @@ export function checkCommand(line: CommandLine): Run {
     );
     return problems.length ? 1 : 0;
   };
+}
+
+/** --node-agent-config <file>: read now, so a bad file is a usage error before connecting. */
+function nodeAgentConfig(line: CommandLine): { file: string; config: NodeAgentConfig } | undefined {
+  const given = line.values['node-agent-config'];
+  if (given === undefined) return undefined;
+  const file = argument(z.string().min(1, 'must not be empty'), given, '--node-agent-config');
+  return { file, config: loadConfigFile(file, NodeAgentConfigSchema) };
+}
+
+/** The agent's preProduce against the conflist the node's runtime reads (domain/conflist). */
+function conflistCheck(file: string, config: NodeAgentConfig, problems: Finding[], notes: string[]): void {
+  const agreement = config.preProduce && preProduceAgreement(config.preProduce);
+  if (!agreement) {
+    notes.push(
+      `conflist: skipped (${file} ${config.preProduce ? `names no preProduce.conflist and ${DEFAULT_CONFLIST} is absent` : 'has no preProduce'})`,
+    );
+    return;
+  }
+  notes.push(`conflist: ${file}'s preProduce against ${agreement.conflist}`);
+  if (agreement.mismatch) problems.push({ check: 'conflist', problem: agreement.mismatch });
 }

@@ -32,7 +32,8 @@ commands:
   ip <address>                                            who holds an address now, who held it before
   nodes                                                   incarnations and blocks per node
   pools                                                   blocks and used/free/cooling per pool
-  check                                                   consistency check; exit 1 on a problem
+  check [--node-agent-config F]                           consistency check; exit 1 on a problem
+                                                          (F: a node agent's preProduce vs its conflist)
   retry <lease>                                           runs a parked activation again
   release <lease> --reason R [--yes]                      releases a lease (asks if its pod exists)
 

@@ -1,6 +1,7 @@
 // Who the interface is for: the pod from CNI_ARGS, the node from the config or the host name.
 import { leasePodUid } from '../domain/ids';
-import type { DataplaneMode, LeaseStart } from '../domain/lease';
+import { networkMode } from '../domain/conflist';
+import type { LeaseStart } from '../domain/lease';
 import type { CniEnv } from './env';
 import { HostNodeNameError, hostNodeName } from '../kubernetes/node-name';
 import { CniCode, CniError } from './errors';
@@ -23,7 +24,6 @@ export function nodeNameOf(conf: NetConf): string {
 }
 
 export function leaseStart(env: CniEnv, conf: NetConf): LeaseStart {
-  const mode: DataplaneMode = conf.delegated ? 'ipam' : (conf.settings.mode ?? 'ipam');
   return {
     podUid: podUid(env),
     podNamespace: env.args.K8S_POD_NAMESPACE ?? '',
@@ -31,7 +31,7 @@ export function leaseStart(env: CniEnv, conf: NetConf): LeaseStart {
     ifName: env.ifName,
     nodeName: nodeNameOf(conf),
     pool: conf.settings.pool,
-    mode,
+    mode: networkMode(conf.delegated, conf.settings.mode),
     network: conf.name,
   };
 }

@@ -188,6 +188,11 @@ export const PreProduceSchema = z
     pool: DnsLabelSchema,
     mode: z.enum(['ipam', 'ptp']).default('ipam'),
     ifName: z.string().min(1).max(15).default('eth0'),
+    /**
+     * The conflist the node's runtime reads, compared with these terms at start-up and by
+     * `netleasectl check --node-agent-config`; default: install-cni's (domain/conflist) if it exists.
+     */
+    conflist: filePath.regex(/^\//, 'must be an absolute path').optional(),
   })
   .strict();
 export type PreProduce = z.infer<typeof PreProduceSchema>;

@@ -1,8 +1,15 @@
 // Loads a configuration file (JSON or YAML); errors name the file and the field.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, NetleaseConfigSchema, parseWith, type NetleaseConfig } from '../domain/config';
+import {
+  ConfigError,
+  NetleaseConfigSchema,
+  parseWith,
+  type NetleaseConfig,
+  type PreProduce,
+} from '../domain/config';
+import { DEFAULT_CONFLIST, preProduceMismatch } from '../domain/conflist';
 
 export function parseConfigText(text: string, source: string): NetleaseConfig;
 export function parseConfigText<T>(text: string, source: string, schema: z.ZodType<T>): T;
@@ -34,4 +41,23 @@ export function configPath(argv: string[], envName: string, usage: string): stri
   const path = flag >= 0 ? argv[flag + 1] : process.env[envName];
   if (!path) throw new Error(`usage: ${usage} --config <file> (or set ${envName})`);
   return path;
+}
+
+/**
+ * The node agent's preProduce against the conflist it names (`preProduce.conflist`, else
+ * install-cni's when it exists): `mismatch` says how they differ, or that the file cannot be
+ * read. undefined: no conflist to compare with.
+ */
+export function preProduceAgreement(
+  preProduce: PreProduce,
+): { conflist: string; mismatch?: string } | undefined {
+  const conflist = preProduce.conflist ?? (existsSync(DEFAULT_CONFLIST) ? DEFAULT_CONFLIST : undefined);
+  if (!conflist) return undefined;
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(readFileSync(conflist, 'utf8'));
+  } catch (err) {
+    return { conflist, mismatch: `cannot read the conflist ${conflist}: ${(err as Error).message}` };
+  }
+  return { conflist, mismatch: preProduceMismatch(preProduce, decoded, conflist) };
 }

@@ -13,10 +13,11 @@ import type {
 import { dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { DEFAULT_OFFER_DIR } from '../../domain/config';
+import { DEFAULT_OFFER_DIR, NodeAgentConfigSchema } from '../../domain/config';
+import { DEFAULT_CONFLIST, preProduceMismatch } from '../../domain/conflist';
 import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
 import { waitFor } from '../../tools/processes';
-import { DEFAULTS, NetworkSchema } from '../../worker/agent/install-cni';
+import { conflist, DEFAULTS, NetworkSchema } from '../../worker/agent/install-cni';
 import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../../worker/process-flags';
 import { kubeconfigPath } from '../harness/kube';
 import { describeObject, readManifests, type Document } from '../harness/manifests';
@@ -202,7 +203,12 @@ test('the node agent DaemonSet installs the CNI files and shares the socket and 
     [dirname(DEFAULTS.agentSocket)]: `${dirname(DEFAULTS.agentSocket)} (DirectoryOrCreate)`,
     [dirname(DEFAULTS.deleteQueue)]: `${dirname(DEFAULTS.deleteQueue)} (DirectoryOrCreate)`,
     [dirname(DEFAULT_OFFER_DIR)]: `${dirname(DEFAULT_OFFER_DIR)} (DirectoryOrCreate)`,
+    [dirname(DEFAULT_CONFLIST)]: '/etc/cni/net.d (DirectoryOrCreate)', // compared with preProduce
   });
+  // The agent's preProduce asks for what ADDs through install-cni's conflist carry.
+  const agentConfig = NodeAgentConfigSchema.parse(parseYaml(files['node-agent.yaml'] ?? ''));
+  const preProduce = agentConfig.preProduce as NonNullable<typeof agentConfig.preProduce>;
+  expect(preProduceMismatch(preProduce, conflist(network.network), 'install-cni.yaml')).toBeUndefined();
   const agent = ds.spec?.template.spec?.containers.find((c) => c.name === 'node-agent');
   expect(agent?.command).toEqual([
     'node',

@@ -20,6 +20,7 @@ import { programPath } from '../../tools/programs';
 import { signalRelease } from '../../temporal/signals';
 import { freePort, runToEnd, type Finished } from '../../tools/processes';
 import { failingWorkflowTask } from '../../temporal/workflow-task';
+import { conflist, NetworkSchema } from '../../worker/agent/install-cni';
 import { loadAllocationUpdate } from '../../workflows/node-messages';
 import { kubeconfigPath } from '../harness/kube';
 import { untilListed } from '../harness/listed';
@@ -459,6 +460,39 @@ test('check flags a lease whose workflow task keeps failing, and `lease` shows i
     await temporalCli('workflow', 'terminate', '-w', id, '--reason', 'test: started without its input');
   }
 }, 60_000);
+
+test('check --node-agent-config: a preProduce that does not match its conflist is a problem', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netleasectl-agent-'));
+  const conflistPath = join(dir, '10-netlease.conflist');
+  writeFileSync(conflistPath, JSON.stringify(conflist(NetworkSchema.parse({ name: 'net-b', mode: 'ptp' }))));
+  const agentConfig = (network: string) => {
+    const file = join(dir, `${network}.yaml`);
+    const preProduce = { network, pool: 'default', mode: 'ptp', conflist: conflistPath };
+    writeFileSync(file, JSON.stringify({ kubernetes: {}, preProduce }));
+    return file;
+  };
+  try {
+    const agrees = await ctl('check', '--node-agent-config', agentConfig('net-b'));
+    expect(agrees.stdout).toContain(
+      `checked conflist: ${join(dir, 'net-b.yaml')}'s preProduce against ${conflistPath}`,
+    );
+    expect(agrees.stdout).toContain('OK: no problems found');
+    expect(agrees.exitCode).toBe(0);
+
+    const differs = await ctl('check', '--node-agent-config', agentConfig('net-a'));
+    expect(differs.stdout).toContain(
+      `PROBLEM [conflist] preProduce differs from ${conflistPath} in network: preProduce is network net-a (ptp, pool default, eth0), the conflist network net-b (ptp, pool default, eth0)`,
+    );
+    expect(differs.stdout).toContain('1 problem(s) found');
+    expect(differs.exitCode).toBe(1);
+
+    const missing = await ctl('check', '--node-agent-config', join(dir, 'nope.yaml'));
+    expect(missing.stderr).toContain(`cannot read config ${join(dir, 'nope.yaml')}`);
+    expect(missing.exitCode).toBe(2);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('retry of a lease that is not parked says so and exits 1', async () => {
   const run = await ctl('retry', `${scenario.cluster.namespace}/a`);

@@ -4,7 +4,7 @@
 // deleted before its ADD with the same activities its worker runs. An ADD of other terms than the
 // lease's (network, mode, pool: the agent's preProduce and the node's conflist are two files) is
 // refused naming both sides, and changes nothing: no link in the kernel, no lease touched.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -22,6 +22,7 @@ import { podCall, runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { waitFor } from '../../tools/processes';
+import { conflist, NetworkSchema } from '../../worker/agent/install-cni';
 
 const node = uniqueName('node');
 /** A second pool the control plane serves: an ADD naming it is for other terms than the offer's. */
@@ -29,6 +30,9 @@ const V6ONLY = uniqueName('v6only');
 const dir = mkdtempSync(join(tmpdir(), 'netlease-agent-offers-'));
 const offerDir = join(dir, 'offers');
 const paths: AgentCniPaths = { cniSocket: join(dir, 'cni.sock'), deleteQueue: join(dir, 'del-queue') };
+// The conflist the agent compares its preProduce with: install-cni's, in ptp mode where the agent
+// pre-produces ipam leases, so it warns at start-up (this file's ADDs bring their own configs).
+const conflistPath = join(dir, '10-netlease.conflist');
 let scenario: Scenario;
 let agent: NodeAgentProcess;
 let host: TestNetns;
@@ -39,10 +43,17 @@ beforeAll(async () => {
   });
   await scenario.cluster.createNode(node);
   host = await makeNetns('agent-offers-host');
+  const network = { name: 'netlease-test', mode: 'ptp', pool: scenario.temporal.taskQueue };
+  writeFileSync(conflistPath, JSON.stringify(conflist(NetworkSchema.parse(network))));
   agent = startNodeAgentProcess(node, host.name, {}, { taskQueue: scenario.temporal.taskQueue }, paths, {
     offerDir,
     kubernetes: { kubeconfig: kubeconfigPath() },
-    preProduce: { network: 'netlease-test', pool: scenario.temporal.taskQueue, mode: 'ipam' },
+    preProduce: {
+      network: 'netlease-test',
+      pool: scenario.temporal.taskQueue,
+      mode: 'ipam',
+      conflist: conflistPath,
+    },
   });
   const watching = await waitFor(() => agent.output().includes('"msg":"pre-producing leases"'), 30_000);
   if (!watching) throw new Error(`node agent did not start pre-producing: ${agent.output()}`);
@@ -69,6 +80,24 @@ const offersLeft = (count: number) =>
     (n) => n === count,
     10_000,
   );
+
+test('at start-up the agent warns that its preProduce does not match the conflist, naming both sides', () => {
+  const lines = agent
+    .output()
+    .split('\n')
+    .filter((line) => line.includes(conflistPath))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const pool = scenario.temporal.taskQueue;
+  expect(lines).toEqual([
+    expect.objectContaining({
+      level: 'warn',
+      conflist: conflistPath,
+      msg:
+        `preProduce differs from ${conflistPath} in mode: preProduce is network netlease-test (ipam, pool ${pool}, eth0), ` +
+        `the conflist network netlease-test (ptp, pool ${pool}, eth0); pods' ADDs will not match the leases pre-produced for them`,
+    }),
+  ]);
+});
 
 test("a bound pod's first ADD is answered by the agent process from its offer and confirmed", async () => {
   const uid = await scenario.cluster.createPod('early', node);

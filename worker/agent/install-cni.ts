@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { describeIssues } from '../../domain/config';
+import { DEFAULT_CNI_CONF_DIR, DEFAULT_CONFLIST_NAME } from '../../domain/conflist';
 import { DataplaneModeSchema } from '../../domain/lease';
 import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from '../../domain/names';
 import { installFile } from '../../storage/install-files';
@@ -16,8 +17,8 @@ const ROOT = join(__dirname, '..', '..', '..');
 export const DEFAULTS = {
   source: join(ROOT, 'dist', 'bin', 'netlease'),
   binDir: '/host/opt/cni/bin',
-  confDir: '/host/etc/cni/net.d',
-  confName: '10-netlease.conflist',
+  confDir: DEFAULT_CNI_CONF_DIR,
+  confName: DEFAULT_CONFLIST_NAME,
   agentSocket: '/run/netlease/cni.sock',
   deleteQueue: '/var/lib/netlease/cni-del-queue',
 };

@@ -4,7 +4,8 @@
 import type { Client } from '@temporalio/client';
 import { OfferBook } from './offers';
 import { sharedClient } from './temporal-clients';
-import { NodeAgentConfigSchema, type NodeAgentConfig } from '../../domain/config';
+import { NodeAgentConfigSchema, type NodeAgentConfig, type PreProduce } from '../../domain/config';
+import { DEFAULT_CONFLIST } from '../../domain/conflist';
 import type { DataplaneActivities } from '../../domain/dataplane';
 import { createDataplaneActivities, offerActivities } from '../../activities/dataplane';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
@@ -15,7 +16,7 @@ import { createLog, errorMessage, type Log } from '../../observability/log';
 import { serveMetrics, type MetricsServer } from '../../observability/metrics-server';
 import { installRuntime } from '../../observability/runtime';
 import { serveCniApi } from './cni-api';
-import { configPath, loadConfigFile } from '../config-file';
+import { configPath, loadConfigFile, preProduceAgreement } from '../config-file';
 import { createNodeAgent } from './dataplane-worker';
 import { startPreProducing, type PreProducer } from './pre-produce';
 
@@ -91,6 +92,7 @@ async function preProduceFor(
   offers: OfferBook | undefined,
 ): Promise<PreProducer | undefined> {
   if (!config.preProduce || !config.kubernetes) return undefined;
+  logConflistAgreement(config.preProduce, log);
   const kube = await connectKube(config.kubernetes.kubeconfig);
   const producer = startPreProducing({
     client,
@@ -104,6 +106,17 @@ async function preProduceFor(
   });
   log.info({ network: config.preProduce.network, pool: config.preProduce.pool }, 'pre-producing leases');
   return producer;
+}
+
+/** Whether the node's conflist asks for what preProduce produces: a warning names both sides. */
+function logConflistAgreement(preProduce: PreProduce, log: Log): void {
+  const agreement = preProduceAgreement(preProduce);
+  if (!agreement)
+    log.info(
+      `preProduce: no conflist to compare with (${DEFAULT_CONFLIST} is absent; set preProduce.conflist)`,
+    );
+  else if (agreement.mismatch) log.warn({ conflist: agreement.conflist }, agreement.mismatch);
+  else log.info({ conflist: agreement.conflist }, 'preProduce matches the conflist');
 }
 
 main().catch((err: unknown) => {
