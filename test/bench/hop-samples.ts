@@ -9,7 +9,7 @@ import { NODE } from './stack';
 /** Client RPCs on each call's path, from cni/consume.ts, cni/offers.ts and cni/deactivate.ts. */
 const rpcs = (plugin: Plugin) => ({
   ADD: plugin.label.includes('pre-produced')
-    ? 'no RPC on its path (answered from the offer; the consume update confirms it right after, and the DEL waits for that)'
+    ? 'no RPC on its path (answered from the offer; the confirmAnswer update confirms it right after, and the DEL waits for that)'
     : '1 RPC (update-with-start)',
   DEL: '1 RPC (update)',
 });
