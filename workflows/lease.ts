@@ -19,10 +19,12 @@ import type { ControlActivities } from '../activities/control';
 import type { ActivationPolicy } from '../domain/config';
 import { leaseWorkflowId } from '../domain/ids';
 import {
+  ActivatedLinksSchema,
   ConsumeSchema,
   DeactivateSchema,
   FailureType,
   ReleaseSchema,
+  SandboxSchema,
   termsMismatch,
   type Attachment,
   type ConsumeRequest,
@@ -34,7 +36,8 @@ import {
   type ReleaseRequest,
   type Sandbox,
 } from '../domain/lease';
-import { OfferAnswerSchema, type Offer, type OfferAnswer } from '../domain/offer';
+// Types only: every module the bundle evaluates costs heap in each cached workflow (its own copy).
+import type { Offer, OfferAnswer } from '../domain/offer';
 import { IPAddresses, LeasePhase } from '../domain/search-attributes';
 import { describeIssues } from '../domain/text-schemas';
 import { activateOnNode, addressList, deactivateOnNode, revokeOfferOnNode, summary } from './dataplane';
@@ -112,7 +115,10 @@ class Lease {
       description: 'Sent by the node agent that pre-produced the lease (not for operators).',
     });
     setHandler(confirmAnswerUpdate, (answer) => this.confirmAnswer(answer), {
-      validator: validated(OfferAnswerSchema, 'confirmAnswer'),
+      validator: (answer) => {
+        validated(SandboxSchema, 'confirmAnswer')(answer);
+        if (answer.links !== undefined) validated(ActivatedLinksSchema, 'confirmAnswer links')(answer.links);
+      },
       description: 'Sent by the node agent for an ADD it answered from its offer (not for operators).',
     });
     setHandler(deactivateUpdate, (request) => this.deactivateSandbox(request), {
