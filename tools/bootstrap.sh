@@ -1,9 +1,18 @@
 #!/bin/sh
 # Idempotent set-up shared by `npm start`, `npm test` and `npm run bench`: dependencies, compiled
-# code and the pinned programs, each step skipped when it is already in place.
+# code and the pinned programs, each step skipped when it is already in place. `--cluster` adds what
+# a real node needs (tools/cluster.ts): containerd and runc from Debian, the kubelet and the
+# controllers, and the node's images (`npm test` and `npm start -- --cluster` ask for it).
 set -eu
 cd "$(dirname "$0")/.."
 say() { printf 'netlease: %s\n' "$*"; }
+cluster=""
+for arg in "$@"; do
+  case "$arg" in
+    --cluster) cluster=1 ;;
+    *) say "unknown argument $arg (known: --cluster)"; exit 2 ;;
+  esac
+done
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm dependencies (npm install; see .ci/run for why not npm ci)"
@@ -22,6 +31,13 @@ command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing="$missing nginx"
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || missing="$missing prometheus"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
+# A real node: the runtime, and busybox (the workload image) and a C compiler (the pause image).
+if [ -n "$cluster" ]; then
+  command -v containerd >/dev/null 2>&1 || missing="$missing containerd"
+  command -v runc >/dev/null 2>&1 || missing="$missing runc"
+  dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
+  command -v gcc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
+fi
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages:$missing (install them as root, then run this again)"
@@ -29,9 +45,9 @@ if [ -n "$missing" ]; then
   fi
   say "installing Debian packages:$missing"
   apt-get update -qq
-  # Only the nginx and prometheus binaries are wanted: while installing, a policy-rc.d that refuses
-  # every start keeps the packages from starting a system nginx on port 80 or a system Prometheus
-  # on port 9090 (one already there is left as it is).
+  # Only the nginx, prometheus and containerd binaries are wanted: while installing, a policy-rc.d
+  # that refuses every start keeps the packages from starting a system nginx on port 80, a system
+  # Prometheus on port 9090 or a system containerd (one already there is left as it is).
   policy=/usr/sbin/policy-rc.d
   made_policy=""
   if [ ! -e "$policy" ]; then
@@ -54,6 +70,9 @@ if [ -n "$missing" ]; then
     [ ! -x /etc/init.d/prometheus ] || /etc/init.d/prometheus stop >/dev/null 2>&1 || true
     command -v update-rc.d >/dev/null 2>&1 && update-rc.d prometheus disable >/dev/null 2>&1 || true ;;
   esac
+  case "$missing" in *containerd*)
+    if command -v systemctl >/dev/null 2>&1; then systemctl disable --quiet containerd 2>/dev/null || true; fi ;;
+  esac
 fi
 
 stamp=dist/.built
@@ -73,5 +92,6 @@ if [ ! -x "$shim" ] || [ -n "$(find cni/shim -newer "$shim" -type f -print -quit
   (cd cni/shim && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o ../../"$shim" .)
 fi
 
-node dist/tools/programs.js ${NETLEASE_PROGRAMS:-}
+node dist/tools/programs.js ${NETLEASE_PROGRAMS:-default} ${cluster:+cluster}
+[ -z "$cluster" ] || node dist/tools/node-images.js
 say "set-up complete"

@@ -19,7 +19,7 @@ export interface DevNode {
 }
 
 /** `ip netns add <name>` with loopback up, unless it exists; needs root (CAP_SYS_ADMIN). */
-async function ensureHostNetns(name: string): Promise<void> {
+export async function ensureHostNetns(name: string): Promise<void> {
   if (await netnsExists(name)) return;
   if (process.getuid?.() !== 0) {
     console.log(

@@ -45,6 +45,8 @@ export function runToEnd(
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (exitCode) => resolve({ exitCode, stdout, stderr }));
+    // A program that exits without reading its input breaks the pipe: its exit status tells.
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(options.input ?? '');
   });
 }
@@ -115,7 +117,7 @@ export function runningLauncher(pidFile: string): ProcessRecord | undefined {
  */
 export async function stopLeftovers(
   pidFile: string,
-  pattern = /temporal|etcd|kube-apiserver|control\.js|node-agent\.js/,
+  pattern = /temporal|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|containerd|control\.js|node-agent\.js/,
 ): Promise<void> {
   if (!existsSync(pidFile)) return;
   for (const pid of readPidFile(pidFile).pids) {

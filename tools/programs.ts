@@ -1,5 +1,6 @@
 // Pinned external programs, built once from the Go module proxy into a cache outside the work tree.
-// Usage: node dist/tools/programs.js [name ...]   (no names: the ones `npm test` and `npm start` need)
+// Usage: node dist/tools/programs.js [name|set ...]   (no names: the `default` set, what `npm test` and
+// `npm start` need; `cluster`: the real node's kubelet and controllers, see tools/cluster.ts)
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -16,9 +17,28 @@ export interface Program {
    */
   wrapper?: { module: string; pkg: string; replaceStaging?: boolean; copyReplaces?: boolean };
   ldflags?: string;
-  /** Built only when asked for by name (the bench's peers), not by `npm test` or `npm start`. */
-  optional?: boolean;
+  /**
+   * Which set asks for it: `default` (absent) is built by every bootstrap, `cluster` by the real
+   * node's (`npm test`, `npm start -- --cluster`), `bench` only when asked for by name.
+   */
+  set?: 'cluster' | 'bench';
 }
+
+const KUBE_VERSION = 'v1.34.4';
+/** The version the binaries report (`/version`, the Node's kubeletVersion) instead of v0.0.0-master. */
+const KUBE_LDFLAGS = [
+  '-s -w',
+  ...['gitVersion=v1.34.4', 'gitMajor=1', 'gitMinor=34'].map((v) => `-X k8s.io/component-base/version.${v}`),
+].join(' ');
+
+/** A program of k8s.io/kubernetes: they share one wrapper module and are built together. */
+const kubeProgram = (name: string, set?: 'cluster'): Program => ({
+  name,
+  version: KUBE_VERSION,
+  wrapper: { module: 'k8s.io/kubernetes', pkg: `k8s.io/kubernetes/cmd/${name}`, replaceStaging: true },
+  ldflags: KUBE_LDFLAGS,
+  set,
+});
 
 export const PROGRAMS: Program[] = [
   { name: 'temporal', version: 'v1.5.1', install: 'github.com/temporalio/cli/cmd/temporal' },
@@ -27,15 +47,8 @@ export const PROGRAMS: Program[] = [
     version: 'v3.6.16',
     wrapper: { module: 'go.etcd.io/etcd/server/v3', pkg: 'go.etcd.io/etcd/server/v3' },
   },
-  {
-    name: 'kube-apiserver',
-    version: 'v1.34.4',
-    wrapper: {
-      module: 'k8s.io/kubernetes',
-      pkg: 'k8s.io/kubernetes/cmd/kube-apiserver',
-      replaceStaging: true,
-    },
-  },
+  kubeProgram('kube-apiserver'),
+  ...['kubelet', 'kube-scheduler', 'kube-controller-manager'].map((name) => kubeProgram(name, 'cluster')),
   { name: 'cnitool', version: 'v1.3.0', install: 'github.com/containernetworking/cni/cnitool' },
   ...['main/bridge', 'main/loopback', 'ipam/host-local'].map((plugin) => ({
     name: plugin.split('/')[1] ?? plugin,
@@ -50,11 +63,12 @@ export const PROGRAMS: Program[] = [
       pkg: 'github.com/k8snetworkplumbingwg/whereabouts/cmd',
       copyReplaces: true,
     },
-    optional: true,
+    set: 'bench',
   },
 ];
 
-export const DEFAULT_PROGRAMS = PROGRAMS.filter((p) => !p.optional).map((p) => p.name);
+export const DEFAULT_PROGRAMS = PROGRAMS.filter((p) => !p.set).map((p) => p.name);
+export const CLUSTER_PROGRAMS = PROGRAMS.filter((p) => p.set === 'cluster').map((p) => p.name);
 
 export function cacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
@@ -121,41 +135,69 @@ export function programModuleDir(name: string): string {
   return download(program.wrapper.module, program.version, cacheRoot()).Dir;
 }
 
-function buildWrapper(program: Program, out: string): void {
-  const wrapper = program.wrapper;
-  if (!wrapper) return;
-  const dir = join(cacheRoot(), 'src', `${program.name}-${program.version}`);
+/** Programs that one wrapper module builds in one `go build`: same module, version and flags. */
+const groupKey = (p: Program) =>
+  p.wrapper
+    ? `${p.wrapper.module}@${p.version} ${p.ldflags ?? ''} ${String(p.wrapper.replaceStaging)}`
+    : p.name;
+
+/**
+ * One wrapper module requiring the module, importing every program's package, and one `go build`
+ * of them all (`-o <dir>/`: each binary named after its package): the module graph is tidied once
+ * and the packages they share are compiled once, in parallel.
+ */
+function buildWrapper(programs: Program[], outDir: string): void {
+  const [first] = programs;
+  const wrapper = first?.wrapper;
+  if (!first || !wrapper) return;
+  const name = programs.length > 1 ? wrapper.module.split('/').pop() : first.name;
+  const dir = join(cacheRoot(), 'src', `${name}-${first.version}`);
   mkdirSync(dir, { recursive: true });
-  const replaces = replacesFor(program, dir);
+  const replaces = replacesFor(first, dir);
+  const pkgs = programs.map((p) => p.wrapper?.pkg ?? '');
   writeFileSync(
     join(dir, 'go.mod'),
     [
-      `module netlease.local/${program.name}`,
+      `module netlease.local/${name}`,
       '',
       'go 1.24',
       '',
-      `require ${wrapper.module} ${program.version}`,
+      `require ${wrapper.module} ${first.version}`,
       '',
       ...replaces,
       '',
     ].join('\n'),
   );
-  writeFileSync(join(dir, 'tools.go'), `//go:build tools\n\npackage tools\n\nimport _ "${wrapper.pkg}"\n`);
+  const imports = pkgs.map((pkg) => `import _ "${pkg}"\n`).join('');
+  writeFileSync(join(dir, 'tools.go'), `//go:build tools\n\npackage tools\n\n${imports}`);
   go(['mod', 'tidy'], dir);
-  go(['build', '-trimpath', `-ldflags=${program.ldflags ?? '-s -w'}`, '-o', out, wrapper.pkg], dir);
+  const out = programs.length > 1 ? `${outDir}/` : join(outDir, first.name);
+  go(['build', '-trimpath', `-ldflags=${first.ldflags ?? '-s -w'}`, '-o', out, ...pkgs], dir);
+}
+
+/** Builds the programs not in the cache yet (a group of wrapper programs in one `go build`). */
+export function ensurePrograms(programs: Program[]): void {
+  const missing = programs.filter((p) => !existsSync(join(binDir(p), p.name)));
+  const groups = new Map<string, Program[]>();
+  for (const p of missing) groups.set(groupKey(p), [...(groups.get(groupKey(p)) ?? []), p]);
+  for (const group of groups.values()) buildGroup(group);
 }
 
 export function ensureProgram(program: Program): string {
-  const target = join(binDir(program), program.name);
-  if (existsSync(target)) return target;
+  ensurePrograms([program]);
+  return join(binDir(program), program.name);
+}
+
+function buildGroup(group: Program[]): void {
   const started = Date.now();
-  console.log(
-    `netlease: building ${program.name} ${program.version} from the Go module proxy (once; cached in ${binDir(program)})`,
-  );
-  const staging = `${binDir(program)}.partial`;
+  const names = group.map((p) => `${p.name} ${p.version}`).join(', ');
+  const where = group.map((p) => binDir(p)).join(', ');
+  console.log(`netlease: building ${names} from the Go module proxy (once; cached in ${where})`);
+  const staging = join(cacheRoot(), 'bin', `.partial-${group[0]?.name ?? ''}`);
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  if (program.install) {
+  for (const program of group) {
+    if (!program.install) continue;
     const ldflags = program.ldflags ?? '-s -w';
     go(
       ['install', '-trimpath', `-ldflags=${ldflags}`, `${program.install}@${program.version}`],
@@ -165,21 +207,36 @@ export function ensureProgram(program: Program): string {
         GOFLAGS: '',
       },
     );
-  } else {
-    buildWrapper(program, join(staging, program.name));
   }
-  rmSync(binDir(program), { recursive: true, force: true });
-  renameSync(staging, binDir(program));
-  console.log(`netlease: built ${program.name} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-  return target;
+  buildWrapper(
+    group.filter((p) => p.wrapper),
+    staging,
+  );
+  // Each program into its own versioned directory, atomically: a half-built one is never found.
+  for (const program of group) {
+    const partial = `${binDir(program)}.partial`;
+    rmSync(partial, { recursive: true, force: true });
+    mkdirSync(partial, { recursive: true });
+    renameSync(join(staging, program.name), join(partial, program.name));
+    rmSync(binDir(program), { recursive: true, force: true });
+    renameSync(partial, binDir(program));
+  }
+  rmSync(staging, { recursive: true, force: true });
+  console.log(`netlease: built ${names} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-if (require.main === module) {
-  const names = process.argv.slice(2);
-  for (const name of names.length ? names : DEFAULT_PROGRAMS) {
+/** Names and set names (`default`, `cluster`) → programs, in order, each once. */
+export function programsNamed(names: string[]): Program[] {
+  const sets: Record<string, string[]> = { default: DEFAULT_PROGRAMS, cluster: CLUSTER_PROGRAMS };
+  const wanted = new Set((names.length ? names : ['default']).flatMap((n) => sets[n] ?? [n]));
+  return [...wanted].map((name) => {
     const program = PROGRAMS.find((p) => p.name === name);
     if (!program)
-      throw new Error(`unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}`);
-    ensureProgram(program);
-  }
+      throw new Error(
+        `unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}, or a set: default, cluster`,
+      );
+    return program;
+  });
 }
+
+if (require.main === module) ensurePrograms(programsNamed(process.argv.slice(2)));

@@ -1,6 +1,7 @@
 // `npm start`: Temporal dev server (UI, SQLite state that survives restarts), a local Kubernetes
 // API, the control worker and this machine's node agent, tracked by PID; Ctrl-C stops them in
-// reverse order. One run per state directory: a second refuses while the first runs.
+// reverse order. One run per state directory: a second refuses while the first runs. With
+// `--cluster` (npm start -- --cluster) the cluster has the real controllers and a real node.
 import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { hostNodeName } from '../kubernetes/node-name';
@@ -12,6 +13,7 @@ import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
 import { runningLauncher, stopLeftovers, stopPid, thisProcess, type Tracked } from './processes';
 import { startReadable } from './readable-log';
+import { clusterHelp, startClusterRun, type ClusterRun } from './start-cluster';
 import { supervise, type Supervised } from './supervise';
 import { startDevServer } from './temporal-server';
 
@@ -19,7 +21,14 @@ const root = join(__dirname, '..', '..');
 const stateDir = process.env.NETLEASE_STATE_DIR ?? join(root, '.netlease');
 const pidFile = join(stateDir, 'pids.json');
 
+function clusterFlag(args: string[]): boolean {
+  const unknown = args.filter((a) => a !== '--cluster');
+  if (unknown.length) throw new Error(`unknown argument ${unknown.join(' ')} (known: --cluster)`);
+  return args.includes('--cluster');
+}
+
 async function main(): Promise<void> {
+  const withCluster = clusterFlag(process.argv.slice(2));
   mkdirSync(stateDir, { recursive: true });
   refuseSecondRun();
   await stopLeftovers(pidFile);
@@ -49,7 +58,15 @@ async function main(): Promise<void> {
   const save = () => record(running().map((c) => c.pid));
   save();
 
-  const effective = await withKubernetes(config, log, children, save);
+  let clusterRun: ClusterRun | undefined;
+  if (withCluster) {
+    const clusterLog = openSync(join(stateDir, 'cluster.log'), 'a');
+    clusterRun = await startClusterRun(root, stateDir, config, clusterLog, (processes) => {
+      children.push(...processes);
+      save();
+    });
+  }
+  const effective = clusterRun?.effective ?? (await withKubernetes(config, log, children, save));
   const effectivePath = join(stateDir, 'netlease.effective.json');
   writeFileSync(effectivePath, JSON.stringify(effective, null, 2));
 
@@ -60,6 +77,8 @@ async function main(): Promise<void> {
     for (const worker of workers) worker.stop();
     const all = running();
     console.log(`\nnetlease: ${why}; stopping ${all.map((c) => c.pid).join(', ')}`);
+    for (const worker of [...workers].reverse()) await stopPid(worker.current().pid);
+    await clusterRun?.cluster.stop(); // also its containers, mounts and namespaces
     for (const child of all.reverse()) await stopPid(child.pid);
     rmSync(pidFile, { force: true });
     process.exit(0);
@@ -88,6 +107,16 @@ async function main(): Promise<void> {
     ),
   );
   save();
+  if (clusterRun) {
+    workers.push(supervise('node agent', clusterRun.startAgent, events));
+    save();
+    console.log(`\nnetlease is running with a real node.
+  Temporal UI:  ${server.uiUrl}/namespaces/${config.temporal.namespace}/workflows
+${clusterHelp(clusterRun.cluster)}
+Temporal CLI: ${linkCli(server.cli)}
+Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
+    return;
+  }
   const node = await startDevNode(root, stateDir, config.temporal.address, effective.kubernetes?.kubeconfig);
   workers.push(supervise('node agent', node.startAgent, events));
   save();

@@ -21,8 +21,8 @@ function idle(name: string): Tracked {
   return tracked;
 }
 
-const launch = () =>
-  runToEnd(process.execPath, [START], {
+const launch = (...args: string[]) =>
+  runToEnd(process.execPath, [START, ...args], {
     env: { ...process.env, NETLEASE_STATE_DIR: dir, NETLEASE_CONFIG: config },
   });
 const offLoopback = 'netlease: npm start runs its own dev server on loopback only';
@@ -89,4 +89,15 @@ test('an older PID file (a bare array) still has its leftovers stopped', async (
   expect(run.stderr).toBe(`${offLoopback}\n`);
   expect(isAlive(leftover.pid)).toBe(false);
   expect(existsSync(pidFile)).toBe(true);
+});
+
+test('an unknown argument is refused before anything is read or started; --cluster is the one known', async () => {
+  rmSync(pidFile, { force: true });
+  const run = await launch('--clustr');
+  expect(run.stderr).toBe('netlease: unknown argument --clustr (known: --cluster)\n');
+  expect(run.exitCode).toBe(1);
+  expect(existsSync(pidFile)).toBe(false);
+  // --cluster is accepted: the run goes on to its config, which is off loopback here.
+  const cluster = await launch('--cluster');
+  expect(cluster.stderr).toBe(`${offLoopback}\n`);
 });

@@ -7,7 +7,8 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { describeIssues } from '../../domain/config';
+import { SUPPORTED_VERSIONS } from '../../cni/netconf';
+import { describeIssues, TemporalConnectionSchema } from '../../domain/config';
 import { DEFAULT_CNI_CONF_DIR, DEFAULT_CONFLIST_NAME } from '../../domain/conflist';
 import { DataplaneModeSchema } from '../../domain/lease';
 import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from '../../domain/names';
@@ -40,6 +41,10 @@ export const NetworkSchema = z.strictObject({
   loopback: z.boolean().default(true),
   agentSocket: absolute.default(DEFAULTS.agentSocket),
   deleteQueue: absolute.default(DEFAULTS.deleteQueue),
+  /** The control plane the agent reaches for this network, when not 127.0.0.1:7233, netlease-control. */
+  temporal: TemporalConnectionSchema.optional(),
+  /** The conflist's version: 1.0.0 for runtimes whose libcni predates CNI 1.1 (containerd 1.6). */
+  cniVersion: z.enum(SUPPORTED_VERSIONS).default('1.1.0'),
 });
 export type Network = z.infer<typeof NetworkSchema>;
 
@@ -123,9 +128,9 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv): InstallOpti
 }
 
 export function conflist(network: Network): Record<string, unknown> {
-  const { name, loopback, ...plugin } = network;
+  const { name, loopback, cniVersion, ...plugin } = network;
   const plugins = [...(loopback ? [{ type: 'loopback' }] : []), { type: 'netlease', ...plugin }];
-  return { cniVersion: '1.1.0', name, plugins };
+  return { cniVersion, name, plugins };
 }
 
 /** One line per action on `log`; what an operator should look at on `warn`. */

@@ -1,0 +1,169 @@
+// A real node: kube-scheduler places a pod made through the Kubernetes API on a kubelet whose
+// containerd calls netlease through the conflist install-cni wrote. The pod runs with its
+// lease's addresses: in status.podIPs and on eth0 in the namespace the runtime made, which its
+// container shares. Its graceful deletion (the kubelet's own teardown, CNI DEL) releases the lease.
+// The cluster (tools/cluster) has its own etcd and apiserver: the controllers act cluster-wide.
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { leaseWorkflowId } from '../../domain/ids';
+import type { LeaseState } from '../../domain/lease';
+import { ipJson } from '../../kernel/ip';
+import { LinkSchema } from '../../kernel/links';
+import { connectKube, isNotFound, type CoreApi } from '../../kubernetes/kube';
+import { unlessGone } from '../../temporal/workflow-gone';
+import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { BUSYBOX_IMAGE } from '../../tools/node-images';
+import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { leaseStateQuery } from '../../workflows/lease-messages';
+import { deleteAllNetns, makeNetns } from '../harness/netns';
+import { NODE_AGENT_ENTRY } from '../harness/node-agent';
+import { containersOfPod, runningOfPod, sandboxNetns, taskPid } from '../harness/real-node';
+import {
+  connectTest,
+  runControlWorker,
+  temporalAddress,
+  testConfig,
+  uniqueName,
+  type RunningWorker,
+  type TestTemporal,
+} from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+
+const dir = mkdtempSync(join(tmpdir(), 'netlease-cluster-'));
+const nodeName = uniqueName('real-node');
+const namespace = 'default';
+let temporal: TestTemporal;
+let cluster: LocalCluster | undefined;
+let worker: RunningWorker | undefined;
+let agent: Tracked | undefined;
+let core: CoreApi;
+let log: number;
+
+beforeAll(async () => {
+  temporal = await connectTest('real-node');
+  const host = await makeNetns('rhost');
+  log = openSync(join(dir, 'cluster.log'), 'a');
+  const started = Date.now();
+  cluster = await startCluster({
+    dir,
+    nodeName,
+    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
+    pool: temporal.taskQueue,
+    hostNetns: host.name,
+    logFd: log,
+  });
+  process.stdout.write(`\nreal-node: cluster with node ${nodeName} Ready in ${Date.now() - started} ms\n`);
+  const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds: 3600 };
+  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
+  agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', cluster.agentConfig], {
+    stdio: ['ignore', log, log],
+  });
+  core = (await connectKube(cluster.kubeconfig)).core;
+  // The kubelet retries a sandbox whose ADD finds no agent, but only after a backoff.
+  const socket = (JSON.parse(readFileSync(cluster.agentConfig, 'utf8')) as { cniSocket: string }).cniSocket;
+  await waitForValue(async () => existsSync(socket), Boolean, 60_000, 200, `the agent's ${socket}`);
+}, 300_000);
+
+afterAll(async () => {
+  if (agent) await stopPid(agent.pid);
+  await worker?.stop();
+  await cluster?.stop();
+  await deleteAllNetns();
+  await temporal?.close();
+  if (log !== undefined) closeSync(log);
+  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`real-node: log kept in ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
+  unlessGone(async () => {
+    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+    const { status } = await handle.describe();
+    return status.name === 'RUNNING'
+      ? handle.query(leaseStateQuery)
+      : (handle.result() as Promise<LeaseState>);
+  }, undefined);
+
+const readPod = (name: string): Promise<V1Pod | undefined> =>
+  core.readNamespacedPod({ name, namespace }).catch((err: unknown) => {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  });
+
+const sorted = (values: string[]) => [...values].sort();
+
+test('a pod the scheduler puts on the real node runs with its lease addresses; deleting it releases them', async () => {
+  const name = uniqueName('busybox');
+  const created = await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name },
+      spec: {
+        terminationGracePeriodSeconds: 2,
+        containers: [
+          { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+        ],
+      },
+    },
+  });
+  const uid = created.metadata?.uid ?? '';
+  const started = Date.now();
+  const running = await waitForValue(
+    () => readPod(name),
+    (pod) => pod?.status?.phase === 'Running',
+    180_000,
+    500,
+    `pod ${name} Running`,
+  );
+  process.stdout.write(`real-node: pod Running ${Date.now() - started} ms after its create\n`);
+  expect(running?.spec?.nodeName).toBe(nodeName); // placed by the real scheduler
+
+  const lease = await waitForValue(
+    () => leaseOf(uid),
+    (s) => s?.phase === 'Running',
+    60_000,
+  );
+  const addresses = (lease?.addresses ?? []).map((a) => a.address);
+  expect(addresses).toHaveLength(2); // the test pool is dual-stack
+  expect(sorted((running?.status?.podIPs ?? []).map((p) => p.ip))).toEqual(sorted(addresses));
+
+  // The namespace the runtime made: the lease attached there, eth0 carries the addresses, and
+  // the workload container (not only the sandbox) lives in it.
+  const ctr = cluster?.node.containerd.ctr;
+  if (!ctr) throw new Error('no cluster');
+  const { netns } = await sandboxNetns(ctr, uid);
+  expect(lease?.attachments.map((a) => [a.netns, a.ifName, a.status])).toEqual([[netns, 'eth0', 'active']]);
+  const [eth0] = await ipJson(netns, ['addr', 'show', 'dev', 'eth0'], LinkSchema);
+  const onLink = (eth0?.addr_info ?? []).filter((a) => a.scope === 'global').map((a) => a.local);
+  expect(sorted(onLink)).toEqual(sorted(addresses));
+  const main = (await containersOfPod(ctr, uid)).find((c) => c.name === 'main');
+  if (!main) throw new Error(`pod ${name} has no container main in containerd`);
+  expect(statSync(`/proc/${await taskPid(ctr, main.id)}/ns/net`).ino).toBe(statSync(netns).ino);
+
+  // A graceful deletion: the kubelet stops the pod, its sandbox's CNI DEL and the deletion end the lease.
+  await core.deleteNamespacedPod({ name, namespace });
+  const released = await waitForValue(
+    () => leaseOf(uid),
+    (s) => s?.phase === 'Released',
+    120_000,
+  );
+  expect(released?.attachments).toEqual([]);
+  await waitForValue(
+    () => readPod(name),
+    (pod) => pod === undefined,
+    60_000,
+    500,
+    `pod ${name} gone`,
+  );
+  await waitForValue(
+    async () => existsSync(netns),
+    (exists) => !exists,
+    60_000,
+    500,
+    `${netns} removed`,
+  );
+  // The kubelet removes a dead sandbox at its next container GC; none of the pod's tasks runs.
+  expect(await runningOfPod(ctr, uid)).toEqual([]);
+}, 600_000);

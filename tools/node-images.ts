@@ -1,0 +1,154 @@
+// The images a real node needs, made here without a registry: the sandbox ("pause") program
+// compiled statically from the kubernetes module's build/pause/linux/pause.c, and Debian's
+// busybox-static as the workload. Each is packed by hand as an OCI image archive (oci-layout,
+// index.json, blobs: one uncompressed tar layer, config, manifest) that `ctr images import` reads.
+// Built once into the cache; pods name them with imagePullPolicy: Never.
+// Usage: node dist/tools/node-images.js   (builds the missing archives, prints what it builds)
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { cacheRoot, programModuleDir } from './programs';
+
+export interface NodeImage {
+  /** The name pods use (imagePullPolicy: Never) and the CRI's sandbox_image. */
+  ref: string;
+  /** The archive in the cache. */
+  file: string;
+}
+
+export const PAUSE_IMAGE = 'netlease.local/pause:3.10';
+export const BUSYBOX_IMAGE = 'netlease.local/busybox:1';
+const BUSYBOX = '/bin/busybox'; // Debian's busybox-static
+const OCI = 'application/vnd.oci.image';
+
+const imageDir = () => join(cacheRoot(), 'images');
+const archiveOf = (ref: string) => join(imageDir(), `${ref.replace(/[/:]/g, '_')}.oci.tar`);
+
+function run(command: string, args: string[]): string {
+  const result = spawnSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (result.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (exit ${result.status}): ${result.stderr.trim()}`);
+  return result.stdout;
+}
+
+/** A reproducible tar of `dir` (root-owned, mtime 0, sorted). */
+const tarOf = (dir: string, out: string) =>
+  run('tar', [
+    '--create',
+    '--file',
+    out,
+    '--sort=name',
+    '--owner=0',
+    '--group=0',
+    '--numeric-owner',
+    '--mtime=@0',
+    '-C',
+    dir,
+    '.',
+  ]);
+
+interface Blob {
+  mediaType: string;
+  digest: string;
+  size: number;
+}
+
+function putBlob(layout: string, mediaType: string, content: Buffer): Blob {
+  const hex = createHash('sha256').update(content).digest('hex');
+  writeFileSync(join(layout, 'blobs', 'sha256', hex), content);
+  return { mediaType, digest: `sha256:${hex}`, size: content.length };
+}
+
+const json = (value: object) => Buffer.from(JSON.stringify(value));
+
+/** Packs `rootfs` as an OCI archive of one layer, named `ref`, running `entrypoint`. */
+function packImage(ref: string, rootfs: string, entrypoint: string[], work: string): void {
+  const layout = join(work, 'layout');
+  mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
+  const layerTar = join(work, 'layer.tar');
+  tarOf(rootfs, layerTar);
+  const layer = putBlob(layout, `${OCI}.layer.v1.tar`, readFileSync(layerTar));
+  const config = putBlob(
+    layout,
+    `${OCI}.config.v1+json`,
+    json({
+      architecture: 'amd64',
+      os: 'linux',
+      config: { Entrypoint: entrypoint, Env: ['PATH=/bin'] },
+      rootfs: { type: 'layers', diff_ids: [layer.digest] },
+    }),
+  );
+  const manifest = putBlob(
+    layout,
+    `${OCI}.manifest.v1+json`,
+    json({ schemaVersion: 2, mediaType: `${OCI}.manifest.v1+json`, config, layers: [layer] }),
+  );
+  // containerd names the image from io.containerd.image.name; other tools read ref.name.
+  const annotations = { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': ref };
+  const platform = { architecture: 'amd64', os: 'linux' };
+  const index = {
+    schemaVersion: 2,
+    mediaType: `${OCI}.index.v1+json`,
+    manifests: [{ ...manifest, platform, annotations }],
+  };
+  writeFileSync(join(layout, 'index.json'), JSON.stringify(index));
+  writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  const partial = `${archiveOf(ref)}.partial`;
+  tarOf(layout, partial);
+  renameSync(partial, archiveOf(ref));
+}
+
+/** pause.c of the pinned kubernetes module, compiled statically: the sandbox's only process. */
+function pauseRootfs(rootfs: string): void {
+  const source = join(programModuleDir('kube-apiserver'), 'build', 'pause', 'linux', 'pause.c');
+  run('gcc', ['-Os', '-static', '-Wall', '-DVERSION=v3.10-netlease', '-o', join(rootfs, 'pause'), source]);
+  run('strip', [join(rootfs, 'pause')]);
+}
+
+/** Busybox and a link per applet in /bin: sh, sleep, ip, ping, ... */
+function busyboxRootfs(rootfs: string): void {
+  if (!existsSync(BUSYBOX)) throw new Error(`${BUSYBOX} is missing: install Debian's busybox-static`);
+  const bin = join(rootfs, 'bin');
+  mkdirSync(bin);
+  writeFileSync(join(bin, 'busybox'), readFileSync(BUSYBOX), { mode: 0o755 });
+  for (const applet of run(BUSYBOX, ['--list']).split('\n').filter(Boolean))
+    if (applet !== 'busybox') symlinkSync('busybox', join(bin, applet));
+  for (const dir of ['tmp', 'etc', 'proc', 'sys', 'dev']) mkdirSync(join(rootfs, dir));
+}
+
+const IMAGES: Array<{ ref: string; make: (rootfs: string) => void; entrypoint: string[] }> = [
+  { ref: PAUSE_IMAGE, make: pauseRootfs, entrypoint: ['/pause'] },
+  { ref: BUSYBOX_IMAGE, make: busyboxRootfs, entrypoint: ['/bin/sh'] },
+];
+
+/** The archives, built when missing (each takes a second or two). */
+export function ensureNodeImages(): NodeImage[] {
+  mkdirSync(imageDir(), { recursive: true });
+  return IMAGES.map(({ ref, make, entrypoint }) => {
+    const file = archiveOf(ref);
+    if (existsSync(file)) return { ref, file };
+    console.log(`netlease: building the image ${ref} (once; cached in ${file})`);
+    const work = mkdtempSync(join(imageDir(), '.build-'));
+    try {
+      const rootfs = join(work, 'rootfs');
+      mkdirSync(rootfs);
+      make(rootfs);
+      packImage(ref, rootfs, entrypoint, work);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+    return { ref, file };
+  });
+}
+
+if (require.main === module) ensureNodeImages();
