@@ -81,8 +81,8 @@ export async function netnsOf(ctr: Containerd['ctr'], containerId: string): Prom
   return spec.linux.namespaces?.find((ns) => ns.type === 'network')?.path;
 }
 
-/** Shims of this containerd still running after it stopped: their command line names its socket. */
-function shimsOf(socket: string): number[] {
+/** Shims of a containerd still running after it stopped: their command line names its socket. */
+export function shimsOf(socket: string): number[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .map(Number)

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import type { z } from 'zod';
 import type { NetworkSchema } from '../worker/agent/install-cni';
 import type { CniDir } from './cni-dir';
-import { startContainerd, type Containerd } from './containerd';
+import { shimsOf, startContainerd, type Containerd } from './containerd';
 import { startKubelet, type Kubelet } from './kubelet';
 import { unmountUnder } from './mounts';
 import { ensureNodeImages } from './node-images';
 import { programPath } from './programs';
-import { runToEnd, type Tracked } from './processes';
+import { runToEnd, stopPid, type Tracked } from './processes';
 
 const INSTALL_CNI = join(__dirname, '..', 'worker', 'agent', 'install-cni.js');
 
@@ -55,6 +55,8 @@ async function installCni(options: RealNodeOptions): Promise<{ cni: CniDir; conf
 
 export async function startRealNode(options: RealNodeOptions): Promise<RealNode> {
   const { dir } = options;
+  // A run that was killed left its shims (they outlive containerd) and mounts: gone first.
+  for (const pid of shimsOf(join(dir, 'containerd', 'containerd.sock'))) await stopPid(pid);
   await unmountUnder(dir);
   for (const sub of ['containerd', 'kubelet']) rmSync(join(dir, sub), { recursive: true, force: true });
   const { cni, conflist } = await installCni(options);

@@ -2,7 +2,8 @@
 // containerd calls netlease through the conflist install-cni wrote. The pod runs with its
 // lease's addresses: in status.podIPs and on eth0 in the namespace the runtime made, which its
 // container shares. Its graceful deletion (the kubelet's own teardown, CNI DEL) releases the lease.
-// The cluster (tools/cluster) has its own etcd and apiserver: the controllers act cluster-wide.
+// Stopping the cluster with a pod running leaves nothing behind. The cluster (tools/cluster) has
+// its own etcd and apiserver: the controllers act cluster-wide.
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +16,9 @@ import { connectKube, isNotFound, type CoreApi } from '../../kubernetes/kube';
 import { unlessGone } from '../../temporal/workflow-gone';
 import { startCluster, type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
-import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { isAlive, startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { shimsOf } from '../../tools/containerd';
+import { mountsUnder } from '../../tools/mounts';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { deleteAllNetns, makeNetns } from '../harness/netns';
 import { NODE_AGENT_ENTRY } from '../harness/node-agent';
@@ -94,9 +97,9 @@ const readPod = (name: string): Promise<V1Pod | undefined> =>
 
 const sorted = (values: string[]) => [...values].sort();
 
-test('a pod the scheduler puts on the real node runs with its lease addresses; deleting it releases them', async () => {
-  const name = uniqueName('busybox');
-  const created = await core.createNamespacedPod({
+/** A busybox pod that sleeps; the scheduler picks its node. */
+const createBusybox = (name: string) =>
+  core.createNamespacedPod({
     namespace,
     body: {
       metadata: { name },
@@ -108,15 +111,22 @@ test('a pod the scheduler puts on the real node runs with its lease addresses; d
       },
     },
   });
-  const uid = created.metadata?.uid ?? '';
-  const started = Date.now();
-  const running = await waitForValue(
+
+const untilRunning = (name: string) =>
+  waitForValue(
     () => readPod(name),
     (pod) => pod?.status?.phase === 'Running',
     180_000,
     500,
     `pod ${name} Running`,
   );
+
+test('a pod the scheduler puts on the real node runs with its lease addresses; deleting it releases them', async () => {
+  const name = uniqueName('busybox');
+  const created = await createBusybox(name);
+  const uid = created.metadata?.uid ?? '';
+  const started = Date.now();
+  const running = await untilRunning(name);
   process.stdout.write(`real-node: pod Running ${Date.now() - started} ms after its create\n`);
   expect(running?.spec?.nodeName).toBe(nodeName); // placed by the real scheduler
 
@@ -167,3 +177,18 @@ test('a pod the scheduler puts on the real node runs with its lease addresses; d
   // The kubelet removes a dead sandbox at its next container GC; none of the pod's tasks runs.
   expect(await runningOfPod(ctr, uid)).toEqual([]);
 }, 600_000);
+
+test('stopping the cluster with a pod running leaves no process, shim, mount or namespace of it', async () => {
+  if (!cluster || !agent) throw new Error('no cluster');
+  const name = uniqueName('left');
+  const uid = (await createBusybox(name)).metadata?.uid ?? '';
+  await untilRunning(name);
+  const { netns } = await sandboxNetns(cluster.node.containerd.ctr, uid);
+  expect(mountsUnder(netns)).toEqual([netns]); // the runtime's namespace, bind-mounted
+  await stopPid(agent.pid);
+  await cluster.stop();
+  expect(cluster.processes.filter((p) => isAlive(p.pid)).map((p) => p.pid)).toEqual([]);
+  expect(shimsOf(cluster.node.containerd.socket)).toEqual([]);
+  expect(mountsUnder(dir)).toEqual([]);
+  expect(existsSync(netns)).toBe(false);
+}, 300_000);
