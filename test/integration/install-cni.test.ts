@@ -199,3 +199,27 @@ test('bad input names the field and installs nothing', async () => {
   expect(typo.stderr).toMatch(/invalid options: network: Unrecognized key: "agentSockt"/);
   expect([readdirSync(n.binDir), readdirSync(n.confDir)]).toEqual([['loopback'], []]);
 });
+
+test("a --config's network may name its Temporal and an older CNI version; an unknown version is refused", async () => {
+  const n = node();
+  const bad = join(n.root, 'old.yaml');
+  writeFileSync(bad, 'network:\n  cniVersion: 0.2.0\n');
+  const refused = await n.run(['--config', bad]);
+  expect(refused.exitCode).toBe(2);
+  expect(refused.stderr).toMatch(/^install-cni: invalid options: network\.cniVersion: /);
+  expect(readdirSync(n.confDir)).toEqual([]);
+
+  const config = join(n.root, 'cluster.yaml');
+  const temporal = { address: '127.0.0.1:17233', taskQueue: 'tq-cluster' };
+  writeFileSync(config, JSON.stringify({ network: { cniVersion: '1.0.0', temporal } }));
+  expect((await n.run(['--config', config])).exitCode).toBe(0);
+  const written = JSON.parse(readFileSync(join(n.confDir, '10-netlease.conflist'), 'utf8')) as {
+    cniVersion: string;
+    plugins: Array<{ type: string; temporal?: object }>;
+  };
+  expect(written.cniVersion).toBe('1.0.0');
+  expect(written.plugins.find((p) => p.type === 'netlease')?.temporal).toEqual({
+    ...temporal,
+    namespace: 'default',
+  });
+});
