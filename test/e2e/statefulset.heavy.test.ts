@@ -1,0 +1,232 @@
+// Seed 001 with the real StatefulSet controller: web-0 of a 3-replica StatefulSet is deleted while
+// the reconciler runs every 2 s, and the controller recreates it under the same name (a new UID).
+// In whereabouts the reconciler freed the new pod's address while it was Pending (no IP in its
+// status yet) and the next pod got it too. Here the old lease ends Released, the new one is never
+// released on its way to Running, and no address is ever listed by two pods or two open leases
+// (sampled every ~200 ms throughout). Only the Kubernetes API drives the workload.
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { leaseWorkflowId, nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
+import type { LeaseState } from '../../domain/lease';
+import { ipJson } from '../../kernel/ip';
+import { LinkSchema } from '../../kernel/links';
+import { connectKube, type CoreApi } from '../../kubernetes/kube';
+import { knownLeases } from '../../temporal/visibility';
+import { unlessGone } from '../../temporal/workflow-gone';
+import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { BUSYBOX_IMAGE } from '../../tools/node-images';
+import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { leaseStateQuery } from '../../workflows/lease-messages';
+import { nodeStateQuery } from '../../workflows/node-messages';
+import { sampleAddresses, type AddressReaders, type AddressRound } from '../harness/address-samples';
+import { deleteAllNetns, makeNetns } from '../harness/netns';
+import { NODE_AGENT_ENTRY } from '../harness/node-agent';
+import { sandboxNetns } from '../harness/real-node';
+import {
+  connectTest,
+  runControlWorker,
+  temporalAddress,
+  testConfig,
+  uniqueName,
+  type RunningWorker,
+  type TestTemporal,
+} from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+
+const RECONCILE_SECONDS = 2;
+const namespace = 'default';
+const app = 'web';
+const dir = mkdtempSync(join(tmpdir(), 'netlease-sts-'));
+const nodeName = uniqueName('sts-node');
+let temporal: TestTemporal;
+let cluster: LocalCluster | undefined;
+let worker: RunningWorker | undefined;
+let agent: Tracked | undefined;
+let core: CoreApi;
+let apps: AppsV1Api;
+let log: number;
+
+beforeAll(async () => {
+  temporal = await connectTest('sts');
+  const host = await makeNetns('shost');
+  log = openSync(join(dir, 'cluster.log'), 'a');
+  cluster = await startCluster({
+    dir,
+    nodeName,
+    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
+    pool: temporal.taskQueue,
+    hostNetns: host.name,
+    logFd: log,
+  });
+  const kubernetes = {
+    kubeconfig: cluster.kubeconfig,
+    watch: true,
+    reconcileIntervalSeconds: RECONCILE_SECONDS,
+  };
+  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
+  agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', cluster.agentConfig], {
+    stdio: ['ignore', log, log],
+  });
+  const clients = await connectKube(cluster.kubeconfig);
+  core = clients.core;
+  apps = clients.config.makeApiClient(clients.kube.AppsV1Api);
+  const socket = (JSON.parse(readFileSync(cluster.agentConfig, 'utf8')) as { cniSocket: string }).cniSocket;
+  await waitForValue(async () => existsSync(socket), Boolean, 60_000, 200, `the agent's ${socket}`);
+}, 300_000);
+
+afterAll(async () => {
+  if (agent) await stopPid(agent.pid);
+  await worker?.stop();
+  await cluster?.stop();
+  await deleteAllNetns();
+  await temporal?.close();
+  if (log !== undefined) closeSync(log);
+  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`statefulset: log kept in ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
+  unlessGone(async () => {
+    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+    const { status } = await handle.describe();
+    return status.name === 'RUNNING'
+      ? handle.query(leaseStateQuery)
+      : (handle.result() as Promise<LeaseState>);
+  }, undefined);
+
+const sorted = (values: string[]) => [...values].sort();
+const podIps = (pod: V1Pod | undefined) => sorted((pod?.status?.podIPs ?? []).map((p) => p.ip));
+const listPods = async () => (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+const named = (pods: V1Pod[], name: string) => pods.find((p) => p.metadata?.name === name);
+
+const readers: AddressReaders = {
+  pods: listPods,
+  async openLeases() {
+    const open = await knownLeases(temporal.client, temporal.taskQueue);
+    const states = await Promise.all(open.map((l) => leaseOf(l.podUid)));
+    return new Map(open.map((l, i) => [l.workflowId, states[i]]));
+  },
+  async nodeTables() {
+    const handle = temporal.client.workflow.getHandle(nodeWorkflowId(nodeName));
+    return [{ node: nodeName, tables: (await handle.query(nodeStateQuery)).tables }];
+  },
+};
+
+/** A 3-replica StatefulSet of sleeping busybox pods; its headless Service is not needed to run. */
+const createStatefulSet = () =>
+  apps.createNamespacedStatefulSet({
+    namespace,
+    body: {
+      metadata: { name: app },
+      spec: {
+        replicas: 3,
+        serviceName: app,
+        selector: { matchLabels: { app } },
+        template: {
+          metadata: { labels: { app } },
+          spec: {
+            terminationGracePeriodSeconds: 2,
+            containers: [
+              { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+            ],
+          },
+        },
+      },
+    },
+  });
+
+const allRunning = (pods: V1Pod[]) =>
+  pods.length === 3 && pods.every((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp);
+
+const reconcileRuns = async () =>
+  (await temporal.client.schedule.getHandle(reconcileScheduleId(temporal.taskQueue)).describe()).info
+    .numActionsTaken;
+
+/** A pod not being deleted whose lease is Released: what the seed did to a Pending pod. */
+async function releasedWhileLive(pods: V1Pod[]): Promise<string[]> {
+  const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
+  const phases = await Promise.all(live.map(async (p) => (await leaseOf(p.metadata?.uid ?? ''))?.phase));
+  return live.flatMap((p, i) =>
+    phases[i] === 'Released'
+      ? [`${p.metadata?.name} (${p.metadata?.uid}, ${p.status?.phase}) has its lease Released`]
+      : [],
+  );
+}
+
+/** What the samples saw of the new web-0 (its phase and its lease's), and every live pod's lease. */
+function watchNewWeb0(oldUid: string) {
+  const seen: string[] = [];
+  let newUid: string | undefined;
+  const observe = async (round: AddressRound): Promise<string[]> => {
+    const pod = named(round.pods, 'web-0');
+    const uid = pod?.metadata?.uid;
+    if (pod && uid && uid !== oldUid) {
+      newUid = uid;
+      const now = `${pod.status?.phase}/${(await leaseOf(uid))?.phase ?? 'none'}`;
+      if (seen.at(-1) !== now) seen.push(now);
+    }
+    return releasedWhileLive(round.pods);
+  };
+  const done = (round: AddressRound) => {
+    const pod = named(round.pods, 'web-0');
+    const uid = pod?.metadata?.uid;
+    return uid !== undefined && uid !== oldUid && pod?.status?.phase === 'Running';
+  };
+  return { observe, done, seen, uid: () => newUid };
+}
+
+test('web-0 recreated by the StatefulSet controller keeps its new lease while Pending; no address is shared', async () => {
+  let started = Date.now();
+  await createStatefulSet();
+  const running = await waitForValue(listPods, allRunning, 300_000, 500, 'the 3 StatefulSet pods Running');
+  process.stdout.write(`\nstatefulset: 3 pods Running in ${Date.now() - started} ms\n`);
+  for (const pod of running) expect(pod.spec?.nodeName).toBe(nodeName);
+  expect(new Set(running.flatMap((p) => podIps(p))).size).toBe(6); // dual-stack, all distinct
+  const old = named(running, 'web-0');
+  const oldUid = old?.metadata?.uid ?? '';
+  expect((await leaseOf(oldUid))?.phase).toBe('Running');
+
+  const runsBefore = await reconcileRuns();
+  const web0 = watchNewWeb0(oldUid);
+  started = Date.now();
+  await core.deleteNamespacedPod({ name: 'web-0', namespace }); // graceful, the pod's own grace
+  const sampled = await sampleAddresses(readers, web0.observe, web0.done, { timeoutMs: 180_000 });
+  process.stdout.write(
+    `statefulset: new web-0 Running ${Date.now() - started} ms after the delete; ${sampled.rounds} rounds; seen ${web0.seen.join(' → ')}\n`,
+  );
+  expect(sampled.timedOut).toBe(false);
+  expect(sampled.problems).toEqual([]);
+  expect(sampled.rounds).toBeGreaterThan(5);
+  // The reconciler ran while web-0 was replaced (its schedule fires every RECONCILE_SECONDS).
+  expect(await reconcileRuns()).toBeGreaterThan(runsBefore);
+  // The samples saw the new pod before it ran, so "never released while Pending" was checked.
+  expect(web0.seen.filter((s) => !s.startsWith('Running/')).length).toBeGreaterThan(0);
+
+  const newUid = web0.uid() ?? '';
+  expect(newUid).not.toBe(oldUid);
+  const oldLease = await waitForValue(
+    () => leaseOf(oldUid),
+    (s) => s?.phase === 'Released',
+    60_000,
+  );
+  expect(oldLease?.attachments).toEqual([]);
+  const lease = await waitForValue(
+    () => leaseOf(newUid),
+    (s) => s?.phase === 'Running',
+    60_000,
+  );
+  const addresses = sorted((lease?.addresses ?? []).map((a) => a.address));
+  expect(addresses).toHaveLength(2);
+  const pod = named(await listPods(), 'web-0');
+  expect(pod?.metadata?.uid).toBe(newUid);
+  expect(podIps(pod)).toEqual(addresses);
+
+  const ctr = cluster?.node.containerd.ctr;
+  if (!ctr) throw new Error('no cluster');
+  const { netns } = await sandboxNetns(ctr, newUid);
+  const [eth0] = await ipJson(netns, ['addr', 'show', 'dev', 'eth0'], LinkSchema);
+  const onLink = (eth0?.addr_info ?? []).filter((a) => a.scope === 'global').map((a) => a.local);
+  expect(sorted(onLink)).toEqual(addresses);
+}, 600_000);
