@@ -4,6 +4,7 @@
 // host namespace, with host routes there, so pods on the one node reach each other). The test
 // then reads what netlease and the kernel hold: the leases, the node's allocation table, eth0 in
 // each pod's namespace, and a ping between two pods. Scaling to 0 must leave none of it.
+import { expectReplayed } from '../harness/replay';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -235,3 +236,7 @@ test(`a Deployment of ${REPLICAS} pods runs with its leases' addresses; scaled t
     );
   }
 }, 1_200_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(temporal, 21); // twenty leases and the node's workflow at least
+});

@@ -4,6 +4,7 @@
 // status yet) and the next pod got it too. Here the old lease ends Released, the new one is never
 // released on its way to Running, and no address is ever listed by two pods or two open leases
 // (sampled every ~200 ms throughout). Only the Kubernetes API drives the workload.
+import { expectReplayed } from '../harness/replay';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -230,3 +231,7 @@ test('web-0 recreated by the StatefulSet controller keeps its new lease while Pe
   const onLink = (eth0?.addr_info ?? []).filter((a) => a.scope === 'global').map((a) => a.local);
   expect(sorted(onLink)).toEqual(addresses);
 }, 600_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(temporal, 5); // four leases (web-0 twice) and the node's workflow at least
+});

@@ -4,6 +4,7 @@
 // container shares. Its graceful deletion (the kubelet's own teardown, CNI DEL) releases the lease.
 // Stopping the cluster with a pod running leaves nothing behind. The cluster (tools/cluster) has
 // its own etcd and apiserver: the controllers act cluster-wide.
+import { expectReplayed } from '../harness/replay';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -177,6 +178,10 @@ test('a pod the scheduler puts on the real node runs with its lease addresses; d
   // The kubelet removes a dead sandbox at its next container GC; none of the pod's tasks runs.
   expect(await runningOfPod(ctr, uid)).toEqual([]);
 }, 600_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(temporal, 2); // the pod's lease and the node's workflow at least
+});
 
 test('stopping the cluster with a pod running leaves no process, shim, mount or namespace of it', async () => {
   if (!cluster || !agent) throw new Error('no cluster');

@@ -4,9 +4,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const testRoot = join(__dirname, '..', '..', '..', 'test');
-const RUNS_WORKFLOWS = /withControlWorker\(|Scenario\.create\(|workflowTestEnv\(/;
+const RUNS_WORKFLOWS = /withControlWorker\(|Scenario\.create\(|workflowTestEnv\(|runControlWorker\(/;
 
-const files = ['integration', 'scenario', 'workflow'].flatMap((dir) =>
+const files = ['integration', 'scenario', 'workflow', 'e2e'].flatMap((dir) =>
   readdirSync(join(testRoot, dir))
     .filter((name) => name.endsWith('.test.ts'))
     .map((name) => join(dir, name)),
