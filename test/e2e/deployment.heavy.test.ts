@@ -62,6 +62,8 @@ beforeAll(async () => {
     pool: temporal.taskQueue,
     hostNetns: host.name,
     logFd: log,
+    // NETLEASE_E2E_PRE_PRODUCE=0: the agent pre-produces nothing (every ADD takes the cold path).
+    preProduce: process.env.NETLEASE_E2E_PRE_PRODUCE !== '0',
   });
   const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds: 3600 };
   worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
