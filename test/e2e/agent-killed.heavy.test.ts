@@ -1,0 +1,229 @@
+// End to end: the node agent SIGKILLed while the scheduler places 10 pods on its node. containerd's
+// ADDs fail while it is gone (the shim finds no socket), the kubelet retries the sandboxes, and a
+// new agent with the same config serves them. The retries must converge: one open lease per pod,
+// its addresses on the pod's eth0 and in its podIPs, and the node's table holding exactly those.
+import { expectReplayed } from '../harness/replay';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
+import type { LeaseState } from '../../domain/lease';
+import { ipJson } from '../../kernel/ip';
+import { LinkSchema } from '../../kernel/links';
+import { connectKube, type CoreApi } from '../../kubernetes/kube';
+import { leaseExecutions } from '../../temporal/visibility';
+import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { netnsOf } from '../../tools/containerd';
+import { BUSYBOX_IMAGE } from '../../tools/node-images';
+import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { leaseStateQuery } from '../../workflows/lease-messages';
+import { nodeStateQuery } from '../../workflows/node-messages';
+import { deleteAllNetns, makeNetns } from '../harness/netns';
+import { NODE_AGENT_ENTRY } from '../harness/node-agent';
+import { containersOfPod } from '../harness/real-node';
+import {
+  connectTest,
+  runControlWorker,
+  temporalAddress,
+  testConfig,
+  uniqueName,
+  type RunningWorker,
+  type TestTemporal,
+} from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+
+const REPLICAS = 10;
+const dir = mkdtempSync(join(tmpdir(), 'netlease-e2e-kill-'));
+const nodeName = uniqueName('e2e-kill');
+const namespace = 'default';
+const app = uniqueName('killed');
+let temporal: TestTemporal;
+let cluster: LocalCluster | undefined;
+let worker: RunningWorker | undefined;
+let agent: Tracked | undefined;
+let core: CoreApi;
+let apps: AppsV1Api;
+let log: number;
+
+const agentConfig = () => cluster?.agentConfig ?? '';
+const socketPath = () => (JSON.parse(readFileSync(agentConfig(), 'utf8')) as { cniSocket: string }).cniSocket;
+const startAgent = () =>
+  startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', agentConfig()], {
+    stdio: ['ignore', log, log],
+  });
+
+beforeAll(async () => {
+  temporal = await connectTest('e2e-kill');
+  const host = await makeNetns('khost');
+  log = openSync(join(dir, 'cluster.log'), 'a');
+  cluster = await startCluster({
+    dir,
+    nodeName,
+    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
+    pool: temporal.taskQueue,
+    hostNetns: host.name,
+    logFd: log,
+    preProduce: true,
+  });
+  const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds: 3600 };
+  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
+  agent = startAgent();
+  const clients = await connectKube(cluster.kubeconfig);
+  core = clients.core;
+  apps = clients.config.makeApiClient(clients.kube.AppsV1Api);
+  await waitForValue(async () => existsSync(socketPath()), Boolean, 60_000, 200, `the agent's socket`);
+}, 300_000);
+
+afterAll(async () => {
+  if (agent) await stopPid(agent.pid);
+  await worker?.stop();
+  await cluster?.stop();
+  await deleteAllNetns();
+  await temporal?.close();
+  if (log !== undefined) closeSync(log);
+  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`e2e: log kept in ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
+}, 180_000);
+
+const nodeTable = async () =>
+  (await temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery)).tables[
+    temporal.taskQueue
+  ];
+
+const podsOfApp = async (): Promise<V1Pod[]> =>
+  (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+
+const isRunning = (p: V1Pod) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp;
+const allRunning = (pods: V1Pod[]) => pods.length === REPLICAS && pods.every(isRunning);
+const sorted = (values: string[]) => [...values].sort();
+const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
+const addressesOf = (lease: LeaseState | undefined) => (lease?.addresses ?? []).map((a) => a.address);
+
+/** Sandbox creations the kubelet reports as failed for this app's pods (the ADDs the dead agent missed). */
+const failedSandboxes = async () =>
+  (
+    await core.listNamespacedEvent({ namespace, fieldSelector: 'reason=FailedCreatePodSandBox' })
+  ).items.filter((e) => e.involvedObject.name?.startsWith(app));
+
+/** The signal a tracked process ended by. */
+const signalOf = (tracked: Tracked) =>
+  new Promise<NodeJS.Signals | null>((resolve) => {
+    if (tracked.child.exitCode !== null || tracked.child.signalCode !== null)
+      resolve(tracked.child.signalCode);
+    else tracked.child.once('exit', (_code, signal) => resolve(signal));
+  });
+
+/** The sandbox's network namespace of a pod. */
+async function netnsOfPod(uid: string): Promise<string> {
+  const ctr = cluster?.node.containerd.ctr;
+  if (!ctr) throw new Error('no cluster');
+  const sandboxes = (await containersOfPod(ctr, uid)).filter((c) => c.kind === 'sandbox');
+  if (sandboxes.length !== 1) throw new Error(`pod ${uid} has ${sandboxes.length} sandboxes, not 1`);
+  const netns = await netnsOf(ctr, sandboxes[0]?.id ?? '');
+  if (!netns) throw new Error(`pod ${uid}'s sandbox has no network namespace path`);
+  return netns;
+}
+
+async function createDeployment(): Promise<void> {
+  await apps.createNamespacedDeployment({
+    namespace,
+    body: {
+      metadata: { name: app },
+      spec: {
+        replicas: REPLICAS,
+        selector: { matchLabels: { app } },
+        template: {
+          metadata: { labels: { app } },
+          spec: {
+            terminationGracePeriodSeconds: 2,
+            containers: [
+              { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+            ],
+          },
+        },
+      },
+    },
+  });
+}
+
+test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, no leaked address`, async () => {
+  const first = agent;
+  if (!first) throw new Error('no agent');
+  await createDeployment();
+  // As soon as the scheduler binds the first pod, the agent dies without a chance to clean up.
+  await waitForValue(podsOfApp, (pods) => pods.some((p) => p.spec?.nodeName), 120_000, 100, 'a pod bound');
+  const died = signalOf(first);
+  process.kill(first.pid, 'SIGKILL');
+  expect(await died).toBe('SIGKILL');
+  agent = undefined;
+  // While it is gone the kubelet's sandbox creation fails and pods stay short of Running.
+  await waitForValue(failedSandboxes, (events) => events.length > 0, 180_000, 500, 'a failed sandbox');
+  expect((await podsOfApp()).filter(isRunning).length).toBeLessThan(REPLICAS);
+
+  agent = startAgent();
+  const pods = await waitForValue(podsOfApp, allRunning, 600_000, 1000, `${REPLICAS} pods of ${app} Running`);
+  expect(pods.map((p) => p.spec?.nodeName)).toEqual(pods.map(() => nodeName));
+  const uids = pods.map(uidOf);
+
+  // Exactly one open lease per pod, as visibility lists them (it lags a moment behind).
+  const open = await waitForValue(
+    () => leaseExecutions(temporal.client, temporal.taskQueue, { open: true }),
+    (rows) => uids.every((uid) => rows.some((r) => r.podUid === uid)),
+    30_000,
+    500,
+    'the open leases listed',
+  );
+  expect(sorted(uids.map((uid) => `${uid}:${open.filter((r) => r.podUid === uid).length}`))).toEqual(
+    sorted(uids.map((uid) => `${uid}:1`)),
+  );
+
+  // Each pod's podIPs are its lease's addresses, unique across pods, on eth0 in its sandbox.
+  const leases = new Map<string, LeaseState>();
+  for (const uid of uids) {
+    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+    leases.set(
+      uid,
+      await waitForValue(
+        () => handle.query(leaseStateQuery),
+        (s) => s.phase === 'Running',
+        60_000,
+      ),
+    );
+  }
+  for (const pod of pods) {
+    const addresses = addressesOf(leases.get(uidOf(pod)));
+    expect(addresses).toHaveLength(2); // the test pool is dual-stack
+    expect(sorted((pod.status?.podIPs ?? []).map((p) => p.ip))).toEqual(sorted(addresses));
+    const [eth0] = await ipJson(await netnsOfPod(uidOf(pod)), ['addr', 'show', 'dev', 'eth0'], LinkSchema);
+    const onLink = (eth0?.addr_info ?? []).filter((a) => a.scope === 'global').map((a) => a.local);
+    expect(sorted(onLink)).toEqual(sorted(addresses));
+  }
+  const everyAddress = [...leases.values()].flatMap(addressesOf);
+  expect(new Set(everyAddress).size).toBe(REPLICAS * 2);
+
+  // The node's table holds those addresses for their pods' leases, and nothing else: no leak.
+  const holding = Object.entries((await nodeTable())?.allocations ?? {}).map(
+    ([address, a]) => `${address}=${a.owner}`,
+  );
+  const expected = uids.flatMap((uid) =>
+    addressesOf(leases.get(uid)).map((address) => `${address}=${leaseWorkflowId(uid, 'eth0')}`),
+  );
+  expect(sorted(holding)).toEqual(sorted(expected));
+
+  // Deleting the Deployment empties the table.
+  await apps.deleteNamespacedDeployment({ name: app, namespace, body: { propagationPolicy: 'Foreground' } });
+  await waitForValue(podsOfApp, (left) => left.length === 0, 300_000, 1000, `pods of ${app} gone`);
+  const table = await waitForValue(
+    nodeTable,
+    (t) => Object.keys(t?.allocations ?? {}).length === 0,
+    120_000,
+    500,
+    `no allocation left on ${nodeName}`,
+  );
+  expect(table?.allocations).toEqual({});
+}, 1_200_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(temporal, REPLICAS + 1); // the leases and the node's workflow at least
+});
