@@ -30,8 +30,13 @@ export interface RealNode {
   /** The conflist containerd's CRI reads. */
   conflist: string;
   containerd: Containerd;
-  kubelet: Kubelet;
+  /** The kubelet now running (a new one after `startKubelet`). */
+  readonly kubelet: Kubelet;
   processes: Tracked[];
+  /** Just the kubelet, as a node going down: containerd and the pods' containers keep running. */
+  stopKubelet(): Promise<void>;
+  /** A kubelet again under the node's name, on the same root dir and containerd. */
+  startKubelet(): Promise<void>;
   /** The kubelet, then containerd (its containers and namespaces), then every mount left. */
   stop(): Promise<void>;
 }
@@ -63,15 +68,16 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
   const containerdDir = join(dir, 'containerd');
   mkdirSync(containerdDir, { recursive: true });
   const containerd = await startContainerd(containerdDir, cni, ensureNodeImages(), options.logFd);
+  const kubeletOptions = {
+    dir,
+    nodeName: options.nodeName,
+    kubeconfig: options.kubeconfig,
+    containerdSocket: containerd.socket,
+    logFd: options.logFd,
+  };
   let kubelet: Kubelet;
   try {
-    kubelet = await startKubelet({
-      dir,
-      nodeName: options.nodeName,
-      kubeconfig: options.kubeconfig,
-      containerdSocket: containerd.socket,
-      logFd: options.logFd,
-    });
+    kubelet = await startKubelet(kubeletOptions);
   } catch (err) {
     await containerd.stop();
     throw err;
@@ -81,8 +87,15 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNode>
     cni,
     conflist,
     containerd,
-    kubelet,
+    get kubelet() {
+      return kubelet;
+    },
     processes: [containerd.process, kubelet.process],
+    stopKubelet: () => kubelet.stop(),
+    async startKubelet() {
+      await kubelet.stop(); // at most one kubelet per root dir
+      kubelet = await startKubelet(kubeletOptions);
+    },
     async stop() {
       await kubelet.stop();
       await containerd.stop();
