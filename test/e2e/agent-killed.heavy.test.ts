@@ -3,88 +3,39 @@
 // new agent with the same config serves them. The retries must converge: one open lease per pod,
 // its addresses on the pod's eth0 and in its podIPs, and the node's table holding exactly those.
 import { expectReplayed } from '../harness/replay';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { connectKube, type CoreApi } from '../../kubernetes/kube';
+import { type CoreApi } from '../../kubernetes/kube';
 import { leaseExecutions } from '../../temporal/visibility';
-import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { type LocalCluster } from '../../tools/cluster';
 import { netnsOf } from '../../tools/containerd';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
-import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { type Tracked } from '../../tools/processes';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
-import { deleteAllNetns, makeNetns } from '../harness/netns';
-import { NODE_AGENT_ENTRY } from '../harness/node-agent';
 import { containersOfPod } from '../harness/real-node';
-import {
-  connectTest,
-  runControlWorker,
-  temporalAddress,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
+import { startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 10;
-const dir = mkdtempSync(join(tmpdir(), 'netlease-e2e-kill-'));
 const nodeName = uniqueName('e2e-kill');
 const namespace = 'default';
 const app = uniqueName('killed');
 let temporal: TestTemporal;
-let cluster: LocalCluster | undefined;
-let worker: RunningWorker | undefined;
-let agent: Tracked | undefined;
+let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
-let log: number;
 
-const agentConfig = () => cluster?.agentConfig ?? '';
-const socketPath = () => (JSON.parse(readFileSync(agentConfig(), 'utf8')) as { cniSocket: string }).cniSocket;
-const startAgent = () =>
-  startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', agentConfig()], {
-    stdio: ['ignore', log, log],
-  });
-
+let real: RealCluster;
 beforeAll(async () => {
-  temporal = await connectTest('e2e-kill');
-  const host = await makeNetns('khost');
-  log = openSync(join(dir, 'cluster.log'), 'a');
-  cluster = await startCluster({
-    dir,
-    nodeName,
-    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
-    pool: temporal.taskQueue,
-    hostNetns: host.name,
-    logFd: log,
-    preProduce: true,
-  });
-  const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds: 3600 };
-  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
-  agent = startAgent();
-  const clients = await connectKube(cluster.kubeconfig);
-  core = clients.core;
-  apps = clients.config.makeApiClient(clients.kube.AppsV1Api);
-  await waitForValue(async () => existsSync(socketPath()), Boolean, 60_000, 200, `the agent's socket`);
+  real = await startRealCluster({ prefix: 'e2e-kill', nodeName, preProduce: true });
+  ({ temporal, cluster, core, apps } = real);
 }, 300_000);
-
-afterAll(async () => {
-  if (agent) await stopPid(agent.pid);
-  await worker?.stop();
-  await cluster?.stop();
-  await deleteAllNetns();
-  await temporal?.close();
-  if (log !== undefined) closeSync(log);
-  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`e2e: log kept in ${dir}\n`);
-  else rmSync(dir, { recursive: true, force: true });
-}, 180_000);
+afterAll(() => real?.stop(), 180_000);
 
 const nodeTable = async () =>
   (await temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery)).tables[
@@ -148,7 +99,7 @@ async function createDeployment(): Promise<void> {
 }
 
 test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, no leaked address`, async () => {
-  const first = agent;
+  const first = real.agent;
   if (!first) throw new Error('no agent');
   await createDeployment();
   // As soon as the scheduler binds the first pod, the agent dies without a chance to clean up.
@@ -156,12 +107,12 @@ test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, 
   const died = signalOf(first);
   process.kill(first.pid, 'SIGKILL');
   expect(await died).toBe('SIGKILL');
-  agent = undefined;
+  real.agent = undefined;
   // While it is gone the kubelet's sandbox creation fails and pods stay short of Running.
   await waitForValue(failedSandboxes, (events) => events.length > 0, 180_000, 500, 'a failed sandbox');
   expect((await podsOfApp()).filter(isRunning).length).toBeLessThan(REPLICAS);
 
-  agent = startAgent();
+  await real.startAgent();
   const pods = await waitForValue(podsOfApp, allRunning, 600_000, 1000, `${REPLICAS} pods of ${app} Running`);
   expect(pods.map((p) => p.spec?.nodeName)).toEqual(pods.map(() => nodeName));
   const uids = pods.map(uidOf);

@@ -5,9 +5,7 @@
 // then reads what netlease and the kernel hold: the leases, the node's allocation table, eth0 in
 // each pod's namespace, and a ping between two pods. Scaling to 0 must leave none of it.
 import { expectReplayed } from '../harness/replay';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import type { AppsV1Api, setHeaderOptions, V1Pod } from '@kubernetes/client-node' with {
   'resolution-mode': 'import',
 };
@@ -15,80 +13,41 @@ import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { ipJson, runIn } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { connectKube, type CoreApi } from '../../kubernetes/kube';
+import { type CoreApi } from '../../kubernetes/kube';
 import { unlessGone } from '../../temporal/workflow-gone';
-import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { type LocalCluster } from '../../tools/cluster';
 import { netnsOf } from '../../tools/containerd';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
-import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { leaseStateQuery } from '../../workflows/lease-messages';
-import { deleteAllNetns, makeNetns } from '../harness/netns';
-import { NODE_AGENT_ENTRY } from '../harness/node-agent';
 import { containersOfPod } from '../harness/real-node';
-import {
-  connectTest,
-  runControlWorker,
-  temporalAddress,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
+import { startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 20;
-const dir = mkdtempSync(join(tmpdir(), 'netlease-e2e-'));
 const nodeName = uniqueName('e2e-node');
 const namespace = 'default';
 const app = uniqueName('sleepers');
 let temporal: TestTemporal;
-let cluster: LocalCluster | undefined;
-let worker: RunningWorker | undefined;
-let agent: Tracked | undefined;
+let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
 let mergePatch: ReturnType<typeof setHeaderOptions>;
-let log: number;
 
+let real: RealCluster;
 beforeAll(async () => {
-  temporal = await connectTest('e2e');
-  const host = await makeNetns('ehost');
-  log = openSync(join(dir, 'cluster.log'), 'a');
-  cluster = await startCluster({
-    dir,
+  // NETLEASE_E2E_PRE_PRODUCE=0: the agent pre-produces nothing (every ADD takes the cold path).
+  real = await startRealCluster({
+    prefix: 'e2e',
     nodeName,
-    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
-    pool: temporal.taskQueue,
-    hostNetns: host.name,
-    logFd: log,
-    // NETLEASE_E2E_PRE_PRODUCE=0: the agent pre-produces nothing (every ADD takes the cold path).
     preProduce: process.env.NETLEASE_E2E_PRE_PRODUCE !== '0',
   });
-  const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds: 3600 };
-  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
-  agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', cluster.agentConfig], {
-    stdio: ['ignore', log, log],
-  });
-  const clients = await connectKube(cluster.kubeconfig);
-  core = clients.core;
-  apps = clients.config.makeApiClient(clients.kube.AppsV1Api);
+  ({ temporal, cluster, core, apps } = real);
   // client-node 1.x would send a JSON patch; spec.replicas is a merge patch, as kubectl scale.
-  mergePatch = clients.kube.setHeaderOptions('Content-Type', clients.kube.PatchStrategy.MergePatch);
-  const socket = (JSON.parse(readFileSync(cluster.agentConfig, 'utf8')) as { cniSocket: string }).cniSocket;
-  await waitForValue(async () => existsSync(socket), Boolean, 60_000, 200, `the agent's ${socket}`);
+  mergePatch = real.kube.kube.setHeaderOptions('Content-Type', real.kube.kube.PatchStrategy.MergePatch);
 }, 300_000);
-
-afterAll(async () => {
-  if (agent) await stopPid(agent.pid);
-  await worker?.stop();
-  await cluster?.stop();
-  await deleteAllNetns();
-  await temporal?.close();
-  if (log !== undefined) closeSync(log);
-  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`e2e: log kept in ${dir}\n`);
-  else rmSync(dir, { recursive: true, force: true });
-}, 180_000);
+afterAll(() => real?.stop(), 180_000);
 
 const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
   unlessGone(async () => {

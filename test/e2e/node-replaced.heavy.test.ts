@@ -7,86 +7,36 @@
 // Here every old lease ends Released before the node comes back, and the new pods' addresses are
 // their podIPs, each held once, by them alone. Only the Kubernetes API drives the workload.
 import { expectReplayed } from '../harness/replay';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { addressOwnershipFindings } from '../../domain/address-ownership';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
-import { connectKube, type CoreApi } from '../../kubernetes/kube';
+import { type CoreApi } from '../../kubernetes/kube';
 import { unlessGone } from '../../temporal/workflow-gone';
-import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
-import { startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { stopPid } from '../../tools/processes';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
-import { deleteAllNetns, makeNetns } from '../harness/netns';
-import { NODE_AGENT_ENTRY } from '../harness/node-agent';
-import {
-  connectTest,
-  runControlWorker,
-  temporalAddress,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
+import { startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 3;
-const dir = mkdtempSync(join(tmpdir(), 'netlease-replaced-'));
 const nodeName = uniqueName('repl-node');
 const namespace = 'default';
 const app = uniqueName('replaced');
 let temporal: TestTemporal;
-let cluster: LocalCluster | undefined;
-let worker: RunningWorker | undefined;
-let agent: Tracked | undefined;
+let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
-let log: number;
 
-/** The node's agent, on the cluster's config; resolves when its CNI socket is there. */
-async function startAgent(): Promise<void> {
-  const config = cluster?.agentConfig ?? '';
-  agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', config], {
-    stdio: ['ignore', log, log],
-  });
-  const socket = (JSON.parse(readFileSync(config, 'utf8')) as { cniSocket: string }).cniSocket;
-  await waitForValue(async () => existsSync(socket), Boolean, 60_000, 200, `the agent's ${socket}`);
-}
-
+let real: RealCluster;
 beforeAll(async () => {
-  temporal = await connectTest('replaced');
-  const host = await makeNetns('rhost');
-  log = openSync(join(dir, 'cluster.log'), 'a');
-  cluster = await startCluster({
-    dir,
-    nodeName,
-    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
-    pool: temporal.taskQueue,
-    hostNetns: host.name,
-    logFd: log,
-  });
-  const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds: 3600 };
-  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
-  const clients = await connectKube(cluster.kubeconfig);
-  core = clients.core;
-  apps = clients.config.makeApiClient(clients.kube.AppsV1Api);
-  await startAgent();
+  real = await startRealCluster({ prefix: 'replaced', nodeName });
+  ({ temporal, cluster, core, apps } = real);
 }, 300_000);
-
-afterAll(async () => {
-  if (agent) await stopPid(agent.pid);
-  await worker?.stop();
-  await cluster?.stop();
-  await deleteAllNetns();
-  await temporal?.close();
-  if (log !== undefined) closeSync(log);
-  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`e2e: log kept in ${dir}\n`);
-  else rmSync(dir, { recursive: true, force: true });
-}, 180_000);
+afterAll(() => real?.stop(), 180_000);
 
 const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
   unlessGone(async () => {
@@ -195,7 +145,8 @@ test('a node replaced under the same name: old leases compensated, new pods addr
 
   // The node goes down (its containers keep running, as a powered-off node's state is unknown),
   // and the Node is deleted.
-  if (agent) await stopPid(agent.pid);
+  if (real.agent) await stopPid(real.agent.pid);
+  real.agent = undefined;
   await cluster?.node.stopKubelet();
   await core.deleteNode({ name: nodeName });
 
@@ -229,7 +180,7 @@ test('a node replaced under the same name: old leases compensated, new pods addr
   // The node comes back under the same name: a new incarnation, where the replacements run. Every
   // old lease was Released above, so an old address a new pod gets was free when it got it.
   await cluster?.node.startKubelet();
-  await startAgent();
+  await real.startAgent();
   const newNode = await waitForValue(
     nodeUid,
     (uid) => uid !== '' && uid !== oldNode,

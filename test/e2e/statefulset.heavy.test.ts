@@ -5,88 +5,39 @@
 // released on its way to Running, and no address is ever listed by two pods or two open leases
 // (sampled every ~200 ms throughout). Only the Kubernetes API drives the workload.
 import { expectReplayed } from '../harness/replay';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { leaseWorkflowId, nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { connectKube, type CoreApi } from '../../kubernetes/kube';
+import { type CoreApi } from '../../kubernetes/kube';
 import { knownLeases } from '../../temporal/visibility';
 import { unlessGone } from '../../temporal/workflow-gone';
-import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
-import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { sampleAddresses, type AddressReaders, type AddressRound } from '../harness/address-samples';
-import { deleteAllNetns, makeNetns } from '../harness/netns';
-import { NODE_AGENT_ENTRY } from '../harness/node-agent';
 import { sandboxNetns } from '../harness/real-node';
-import {
-  connectTest,
-  runControlWorker,
-  temporalAddress,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
+import { startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const RECONCILE_SECONDS = 2;
 const namespace = 'default';
 const app = 'web';
-const dir = mkdtempSync(join(tmpdir(), 'netlease-sts-'));
 const nodeName = uniqueName('sts-node');
 let temporal: TestTemporal;
-let cluster: LocalCluster | undefined;
-let worker: RunningWorker | undefined;
-let agent: Tracked | undefined;
+let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
-let log: number;
 
+let real: RealCluster;
 beforeAll(async () => {
-  temporal = await connectTest('sts');
-  const host = await makeNetns('shost');
-  log = openSync(join(dir, 'cluster.log'), 'a');
-  cluster = await startCluster({
-    dir,
-    nodeName,
-    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
-    pool: temporal.taskQueue,
-    hostNetns: host.name,
-    logFd: log,
-  });
-  const kubernetes = {
-    kubeconfig: cluster.kubeconfig,
-    watch: true,
-    reconcileIntervalSeconds: RECONCILE_SECONDS,
-  };
-  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
-  agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', cluster.agentConfig], {
-    stdio: ['ignore', log, log],
-  });
-  const clients = await connectKube(cluster.kubeconfig);
-  core = clients.core;
-  apps = clients.config.makeApiClient(clients.kube.AppsV1Api);
-  const socket = (JSON.parse(readFileSync(cluster.agentConfig, 'utf8')) as { cniSocket: string }).cniSocket;
-  await waitForValue(async () => existsSync(socket), Boolean, 60_000, 200, `the agent's ${socket}`);
+  real = await startRealCluster({ prefix: 'sts', nodeName, reconcileIntervalSeconds: RECONCILE_SECONDS });
+  ({ temporal, cluster, core, apps } = real);
 }, 300_000);
-
-afterAll(async () => {
-  if (agent) await stopPid(agent.pid);
-  await worker?.stop();
-  await cluster?.stop();
-  await deleteAllNetns();
-  await temporal?.close();
-  if (log !== undefined) closeSync(log);
-  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`statefulset: log kept in ${dir}\n`);
-  else rmSync(dir, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => real?.stop(), 180_000);
 
 const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
   unlessGone(async () => {

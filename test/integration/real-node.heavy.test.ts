@@ -5,81 +5,37 @@
 // Stopping the cluster with a pod running leaves nothing behind. The cluster (tools/cluster) has
 // its own etcd and apiserver: the controllers act cluster-wide.
 import { expectReplayed } from '../harness/replay';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { leaseWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { connectKube, isNotFound, type CoreApi } from '../../kubernetes/kube';
+import { isNotFound, type CoreApi } from '../../kubernetes/kube';
 import { unlessGone } from '../../temporal/workflow-gone';
-import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
-import { isAlive, startTracked, stopPid, type Tracked } from '../../tools/processes';
+import { isAlive, stopPid } from '../../tools/processes';
 import { shimsOf } from '../../tools/containerd';
 import { mountsUnder } from '../../tools/mounts';
 import { leaseStateQuery } from '../../workflows/lease-messages';
-import { deleteAllNetns, makeNetns } from '../harness/netns';
-import { NODE_AGENT_ENTRY } from '../harness/node-agent';
 import { containersOfPod, runningOfPod, sandboxNetns, taskPid } from '../harness/real-node';
-import {
-  connectTest,
-  runControlWorker,
-  temporalAddress,
-  testConfig,
-  uniqueName,
-  type RunningWorker,
-  type TestTemporal,
-} from '../harness/temporal';
+import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
+import { startRealCluster, type RealCluster } from '../harness/real-cluster';
 
-const dir = mkdtempSync(join(tmpdir(), 'netlease-cluster-'));
 const nodeName = uniqueName('real-node');
 const namespace = 'default';
 let temporal: TestTemporal;
-let cluster: LocalCluster | undefined;
-let worker: RunningWorker | undefined;
-let agent: Tracked | undefined;
+let cluster: LocalCluster;
 let core: CoreApi;
-let log: number;
 
+let real: RealCluster;
 beforeAll(async () => {
-  temporal = await connectTest('real-node');
-  const host = await makeNetns('rhost');
-  log = openSync(join(dir, 'cluster.log'), 'a');
-  const started = Date.now();
-  cluster = await startCluster({
-    dir,
-    nodeName,
-    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
-    pool: temporal.taskQueue,
-    hostNetns: host.name,
-    logFd: log,
-  });
-  process.stdout.write(`\nreal-node: cluster with node ${nodeName} Ready in ${Date.now() - started} ms\n`);
-  const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds: 3600 };
-  worker = await runControlWorker(testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }));
-  agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', cluster.agentConfig], {
-    stdio: ['ignore', log, log],
-  });
-  core = (await connectKube(cluster.kubeconfig)).core;
-  // The kubelet retries a sandbox whose ADD finds no agent, but only after a backoff.
-  const socket = (JSON.parse(readFileSync(cluster.agentConfig, 'utf8')) as { cniSocket: string }).cniSocket;
-  await waitForValue(async () => existsSync(socket), Boolean, 60_000, 200, `the agent's ${socket}`);
+  real = await startRealCluster({ prefix: 'real-node', nodeName });
+  ({ temporal, cluster, core } = real);
 }, 300_000);
-
-afterAll(async () => {
-  if (agent) await stopPid(agent.pid);
-  await worker?.stop();
-  await cluster?.stop();
-  await deleteAllNetns();
-  await temporal?.close();
-  if (log !== undefined) closeSync(log);
-  if (process.env.NETLEASE_KEEP_CLUSTER_LOG) process.stdout.write(`real-node: log kept in ${dir}\n`);
-  else rmSync(dir, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => real?.stop(), 180_000);
 
 const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
   unlessGone(async () => {
@@ -184,6 +140,7 @@ test('histories of this file replay without nondeterminism', async () => {
 });
 
 test('stopping the cluster with a pod running leaves no process, shim, mount or namespace of it', async () => {
+  const agent = real.agent;
   if (!cluster || !agent) throw new Error('no cluster');
   const name = uniqueName('left');
   const uid = (await createBusybox(name)).metadata?.uid ?? '';
@@ -191,9 +148,10 @@ test('stopping the cluster with a pod running leaves no process, shim, mount or 
   const { netns } = await sandboxNetns(cluster.node.containerd.ctr, uid);
   expect(mountsUnder(netns)).toEqual([netns]); // the runtime's namespace, bind-mounted
   await stopPid(agent.pid);
+  real.agent = undefined;
   await cluster.stop();
   expect(cluster.processes.filter((p) => isAlive(p.pid)).map((p) => p.pid)).toEqual([]);
   expect(shimsOf(cluster.node.containerd.socket)).toEqual([]);
-  expect(mountsUnder(dir)).toEqual([]);
+  expect(mountsUnder(real.dir)).toEqual([]);
   expect(existsSync(netns)).toBe(false);
 }, 300_000);
