@@ -12,14 +12,13 @@ import { type CoreApi } from '../../kubernetes/kube';
 import { leaseExecutions } from '../../temporal/visibility';
 import { type LocalCluster } from '../../tools/cluster';
 import { netnsOf } from '../../tools/containerd';
-import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { type Tracked } from '../../tools/processes';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { containersOfPod } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { startRealCluster, type RealCluster } from '../harness/real-cluster';
+import { sleepersDeployment, startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 10;
 const nodeName = uniqueName('e2e-kill');
@@ -79,22 +78,7 @@ async function netnsOfPod(uid: string): Promise<string> {
 async function createDeployment(): Promise<void> {
   await apps.createNamespacedDeployment({
     namespace,
-    body: {
-      metadata: { name: app },
-      spec: {
-        replicas: REPLICAS,
-        selector: { matchLabels: { app } },
-        template: {
-          metadata: { labels: { app } },
-          spec: {
-            terminationGracePeriodSeconds: 2,
-            containers: [
-              { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
-            ],
-          },
-        },
-      },
-    },
+    body: sleepersDeployment(app, REPLICAS),
   });
 }
 

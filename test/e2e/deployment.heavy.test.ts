@@ -14,16 +14,13 @@ import type { LeaseState } from '../../domain/lease';
 import { ipJson, runIn } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
-import { unlessGone } from '../../temporal/workflow-gone';
 import { type LocalCluster } from '../../tools/cluster';
 import { netnsOf } from '../../tools/containerd';
-import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { nodeStateQuery } from '../../workflows/node-messages';
-import { leaseStateQuery } from '../../workflows/lease-messages';
 import { containersOfPod } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { startRealCluster, type RealCluster } from '../harness/real-cluster';
+import { leaseOfPod, sleepersDeployment, startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 20;
 const nodeName = uniqueName('e2e-node');
@@ -49,14 +46,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
-const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
-  unlessGone(async () => {
-    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
-    const { status } = await handle.describe();
-    return status.name === 'RUNNING'
-      ? handle.query(leaseStateQuery)
-      : (handle.result() as Promise<LeaseState>);
-  }, undefined);
+const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
 
 const nodeTable = async () =>
   (await temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery)).tables[
@@ -106,22 +96,7 @@ test(`a Deployment of ${REPLICAS} pods runs with its leases' addresses; scaled t
   const started = Date.now();
   await apps.createNamespacedDeployment({
     namespace,
-    body: {
-      metadata: { name: app },
-      spec: {
-        replicas: REPLICAS,
-        selector: { matchLabels: { app } },
-        template: {
-          metadata: { labels: { app } },
-          spec: {
-            terminationGracePeriodSeconds: 2,
-            containers: [
-              { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
-            ],
-          },
-        },
-      },
-    },
+    body: sleepersDeployment(app, REPLICAS),
   });
   const pods = await waitForValue(podsOfApp, allRunning, 600_000, 1000, `${REPLICAS} pods of ${app} Running`);
   console.log(`e2e: ${REPLICAS} pods Running in ${Math.round((Date.now() - started) / 1000)} s`);

@@ -12,15 +12,12 @@ import { addressOwnershipFindings } from '../../domain/address-ownership';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { type CoreApi } from '../../kubernetes/kube';
-import { unlessGone } from '../../temporal/workflow-gone';
 import { type LocalCluster } from '../../tools/cluster';
-import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { stopPid } from '../../tools/processes';
-import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { startRealCluster, type RealCluster } from '../harness/real-cluster';
+import { leaseOfPod, sleepersDeployment, startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 3;
 const nodeName = uniqueName('repl-node');
@@ -38,14 +35,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
-const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
-  unlessGone(async () => {
-    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
-    const { status } = await handle.describe();
-    return status.name === 'RUNNING'
-      ? handle.query(leaseStateQuery)
-      : (handle.result() as Promise<LeaseState>);
-  }, undefined);
+const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
 
 const nodeState = (): Promise<NodeState> =>
   temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery);
@@ -118,22 +108,7 @@ function expectTableHeldBy(state: NodeState, leases: Map<string, LeaseState>): v
 test('a node replaced under the same name: old leases compensated, new pods addressed once each', async () => {
   await apps.createNamespacedDeployment({
     namespace,
-    body: {
-      metadata: { name: app },
-      spec: {
-        replicas: REPLICAS,
-        selector: { matchLabels: { app } },
-        template: {
-          metadata: { labels: { app } },
-          spec: {
-            terminationGracePeriodSeconds: 2,
-            containers: [
-              { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
-            ],
-          },
-        },
-      },
-    },
+    body: sleepersDeployment(app, REPLICAS),
   });
   const before = await runningPods();
   const oldUids = before.pods.map(uidOf);

@@ -6,22 +6,19 @@
 // (sampled every ~200 ms throughout). Only the Kubernetes API drives the workload.
 import { expectReplayed } from '../harness/replay';
 import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { leaseWorkflowId, nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
-import type { LeaseState } from '../../domain/lease';
+import { nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
 import { knownLeases } from '../../temporal/visibility';
-import { unlessGone } from '../../temporal/workflow-gone';
 import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
-import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { sampleAddresses, type AddressReaders, type AddressRound } from '../harness/address-samples';
 import { sandboxNetns } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { startRealCluster, type RealCluster } from '../harness/real-cluster';
+import { leaseOfPod, startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const RECONCILE_SECONDS = 2;
 const namespace = 'default';
@@ -39,14 +36,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
-const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
-  unlessGone(async () => {
-    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
-    const { status } = await handle.describe();
-    return status.name === 'RUNNING'
-      ? handle.query(leaseStateQuery)
-      : (handle.result() as Promise<LeaseState>);
-  }, undefined);
+const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
 
 const sorted = (values: string[]) => [...values].sort();
 const podIps = (pod: V1Pod | undefined) => sorted((pod?.status?.podIPs ?? []).map((p) => p.ip));

@@ -5,8 +5,13 @@
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AppsV1Api } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { AppsV1Api, V1Deployment } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { leaseWorkflowId } from '../../domain/ids';
+import type { LeaseState } from '../../domain/lease';
 import { connectKube, type CoreApi, type KubeClients } from '../../kubernetes/kube';
+import { unlessGone } from '../../temporal/workflow-gone';
+import { BUSYBOX_IMAGE } from '../../tools/node-images';
+import { leaseStateQuery } from '../../workflows/lease-messages';
 import { startCluster, type LocalCluster } from '../../tools/cluster';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { deleteAllNetns, makeNetns } from './netns';
@@ -96,3 +101,31 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   await real.startAgent();
   return real;
 }
+
+/** A pod's eth0 lease: its state while open, its result once closed; undefined if there is none. */
+export const leaseOfPod = (temporal: TestTemporal, podUid: string): Promise<LeaseState | undefined> =>
+  unlessGone(async () => {
+    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(podUid, 'eth0'));
+    const { status } = await handle.describe();
+    return status.name === 'RUNNING'
+      ? handle.query(leaseStateQuery)
+      : (handle.result() as Promise<LeaseState>);
+  }, undefined);
+
+/** A Deployment of busybox pods that sleep, from the node's local image (nothing is pulled). */
+export const sleepersDeployment = (app: string, replicas: number): V1Deployment => ({
+  metadata: { name: app },
+  spec: {
+    replicas,
+    selector: { matchLabels: { app } },
+    template: {
+      metadata: { labels: { app } },
+      spec: {
+        terminationGracePeriodSeconds: 2,
+        containers: [
+          { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+        ],
+      },
+    },
+  },
+});

@@ -7,22 +7,18 @@
 import { expectReplayed } from '../harness/replay';
 import { existsSync, statSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { leaseWorkflowId } from '../../domain/ids';
-import type { LeaseState } from '../../domain/lease';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
 import { isNotFound, type CoreApi } from '../../kubernetes/kube';
-import { unlessGone } from '../../temporal/workflow-gone';
 import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { isAlive, stopPid } from '../../tools/processes';
 import { shimsOf } from '../../tools/containerd';
 import { mountsUnder } from '../../tools/mounts';
-import { leaseStateQuery } from '../../workflows/lease-messages';
 import { containersOfPod, runningOfPod, sandboxNetns, taskPid } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { startRealCluster, type RealCluster } from '../harness/real-cluster';
+import { leaseOfPod, startRealCluster, type RealCluster } from '../harness/real-cluster';
 
 const nodeName = uniqueName('real-node');
 const namespace = 'default';
@@ -37,14 +33,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
-const leaseOf = (uid: string): Promise<LeaseState | undefined> =>
-  unlessGone(async () => {
-    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
-    const { status } = await handle.describe();
-    return status.name === 'RUNNING'
-      ? handle.query(leaseStateQuery)
-      : (handle.result() as Promise<LeaseState>);
-  }, undefined);
+const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
 
 const readPod = (name: string): Promise<V1Pod | undefined> =>
   core.readNamespacedPod({ name, namespace }).catch((err: unknown) => {
