@@ -1,42 +1,58 @@
-// A local cluster with a real node (`npm start -- --cluster`, the real-node tests): etcd and
+// A local cluster with real nodes (`npm start -- --cluster`, the real-node tests): etcd and
 // kube-apiserver (tools/kube-apiserver), kube-controller-manager and kube-scheduler
-// (tools/controllers), and one node, containerd + kubelet (tools/real-node), whose CNI calls go to
-// netlease: the conflist install-cni wrote names this node's agent, which the caller runs with
-// `agentConfig` (npm start supervises it; a test may kill it). Everything listens on loopback.
-import { writeFileSync } from 'node:fs';
+// (tools/controllers), and one or two nodes, each containerd + kubelet (tools/real-node), whose
+// CNI calls go to netlease: the conflist install-cni wrote names the node's agent, which the caller
+// runs with the node's `agentConfig` (npm start supervises it; a test may kill it). Two nodes are
+// joined by tools/node-fabric, so pods reach each other across them. Everything listens on loopback.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { NodeAgentConfigSchema, type TemporalConnectionSchema } from '../domain/config';
 import { connectKube, type CoreApi } from '../kubernetes/kube';
 import { startControllers } from './controllers';
 import { startLocalKube, type LocalKube } from './kube-apiserver';
+import { linkNodes } from './node-fabric';
 import { startRealNode, type RealNode } from './real-node';
 import { stopPid, waitFor, type Tracked } from './processes';
 
+export interface ClusterNodeOptions {
+  nodeName: string;
+  /** The node agent's namespace (a name) for the host ends of veth pairs; the caller makes it. */
+  hostNetns: string;
+}
+
 export interface ClusterOptions {
   dir: string;
-  nodeName: string;
-  /** Where the node's CNI calls and its agent reach netlease's control plane. */
+  /** One node, or two (joined by a fabric link between their host namespaces). */
+  nodes: ClusterNodeOptions[];
+  /** Where the nodes' CNI calls and agents reach netlease's control plane. */
   temporal: z.input<typeof TemporalConnectionSchema>;
-  pool: string;
+  /** The pool the nodes' pods take addresses from; two nodes route its CIDRs to each other. */
+  pool: { name: string; cidrs: string[] };
   /** The network's name in the conflist (and the agent's preProduce). */
   network?: string;
-  /** The agent's namespace (a name) for the host ends of veth pairs; the caller makes it. */
-  hostNetns: string;
   /** Whether the agent produces a pod's lease when it is bound, before its ADD (default true). */
   preProduce?: boolean;
   logFd?: number;
 }
 
+export interface ClusterNode {
+  real: RealNode;
+  hostNetns: string;
+  /** The node agent's config file (`node-agent.js --config <it>`). */
+  agentConfig: string;
+  /** The agent's CNI socket (there once the agent serves). */
+  agentSocket: string;
+}
+
 export interface LocalCluster {
   kube: LocalKube;
   kubeconfig: string;
-  node: RealNode;
-  /** The node agent's config file (`node-agent.js --config <it>`). */
-  agentConfig: string;
+  /** In the order of the options. */
+  nodes: ClusterNode[];
   /** The servers, in the order they started. */
   processes: Tracked[];
-  /** The node, the controllers, then etcd and kube-apiserver; mounts and namespaces removed. */
+  /** The nodes, the controllers, then etcd and kube-apiserver; mounts and namespaces removed. */
   stop(): Promise<void>;
 }
 
@@ -49,72 +65,97 @@ async function nodeReady(core: CoreApi, name: string): Promise<boolean> {
   }
 }
 
-function writeAgentConfig(options: ClusterOptions, node: RealNode, kubeconfig: string): string {
+const agentDirOf = (nodeDir: string) => join(nodeDir, 'agent');
+
+function writeAgentConfig(
+  options: ClusterOptions,
+  kubeconfig: string,
+  nodeDir: string,
+  node: ClusterNodeOptions,
+  conflist: string,
+) {
   const network = options.network ?? 'netlease';
-  const dir = join(options.dir, 'node');
+  const agent = agentDirOf(nodeDir);
   const config = NodeAgentConfigSchema.parse({
     temporal: options.temporal,
-    nodeName: options.nodeName,
-    hostNetns: options.hostNetns,
-    cniSocket: join(dir, 'agent', 'cni.sock'),
-    deleteQueue: join(dir, 'agent', 'del-queue'),
-    offerDir: join(dir, 'agent', 'offers'),
+    nodeName: node.nodeName,
+    hostNetns: node.hostNetns,
+    cniSocket: join(agent, 'cni.sock'),
+    deleteQueue: join(agent, 'del-queue'),
+    offerDir: join(agent, 'offers'),
     kubernetes: { kubeconfig },
     ...(options.preProduce === false
       ? {}
-      : { preProduce: { network, pool: options.pool, mode: 'ptp', conflist: node.conflist } }),
+      : { preProduce: { network, pool: options.pool.name, mode: 'ptp', conflist } }),
   });
-  const file = join(dir, 'node-agent.json');
+  const file = join(nodeDir, 'node-agent.json');
   writeFileSync(file, JSON.stringify(config, null, 2));
-  return file;
+  return { agentConfig: file, agentSocket: config.cniSocket };
+}
+
+/** A real node under `<dir>/node-<i>`, Ready, with its agent's config written (not started). */
+async function startClusterNode(
+  options: ClusterOptions,
+  kube: LocalKube,
+  index: number,
+): Promise<ClusterNode> {
+  const spec = options.nodes[index];
+  if (!spec) throw new Error(`no node ${index}`);
+  const nodeDir = join(options.dir, `node-${index}`);
+  const agent = agentDirOf(nodeDir);
+  mkdirSync(agent, { recursive: true });
+  const real = await startRealNode({
+    dir: nodeDir,
+    nodeName: spec.nodeName,
+    kubeconfig: kube.kubeconfig,
+    network: {
+      name: options.network ?? 'netlease',
+      mode: 'ptp',
+      pool: options.pool.name,
+      agentSocket: join(agent, 'cni.sock'),
+      deleteQueue: join(agent, 'del-queue'),
+      temporal: options.temporal,
+      cniVersion: '1.0.0', // containerd 1.6's libcni knows CNI versions up to 1.0.0
+    },
+    logFd: options.logFd,
+  });
+  return {
+    real,
+    hostNetns: spec.hostNetns,
+    ...writeAgentConfig(options, kube.kubeconfig, nodeDir, spec, real.conflist),
+  };
 }
 
 export async function startCluster(options: ClusterOptions): Promise<LocalCluster> {
+  if (options.nodes.length < 1 || options.nodes.length > 2)
+    throw new Error(`a local cluster has one or two nodes, not ${options.nodes.length} (tools/node-fabric)`);
   const kubeDir = join(options.dir, 'kube');
   const kube = await startLocalKube({ dir: kubeDir, logFd: options.logFd });
-  const processes: Tracked[] = [...kube.processes].reverse(); // etcd first
-  const stopAll = async () => {
-    for (const p of [...processes].reverse()) await stopPid(p.pid);
+  const servers: Tracked[] = [...kube.processes].reverse(); // etcd first
+  const nodes: ClusterNode[] = [];
+  const stop = async () => {
+    for (const node of nodes) await node.real.stop();
+    for (const p of [...servers].reverse()) await stopPid(p.pid);
   };
-  let node: RealNode | undefined;
   try {
-    processes.push(...(await startControllers({ kube, kubeDir, dir: options.dir, logFd: options.logFd })));
-    const nodeDir = join(options.dir, 'node');
-    const agent = join(nodeDir, 'agent');
-    node = await startRealNode({
-      dir: nodeDir,
-      nodeName: options.nodeName,
-      kubeconfig: kube.kubeconfig,
-      network: {
-        name: options.network ?? 'netlease',
-        mode: 'ptp',
-        pool: options.pool,
-        agentSocket: join(agent, 'cni.sock'),
-        deleteQueue: join(agent, 'del-queue'),
-        temporal: options.temporal,
-        cniVersion: '1.0.0', // containerd 1.6's libcni knows CNI versions up to 1.0.0
-      },
-      logFd: options.logFd,
-    });
-    processes.push(...node.processes);
+    servers.push(...(await startControllers({ kube, kubeDir, dir: options.dir, logFd: options.logFd })));
+    // One after the other: a failed start stops exactly the nodes that started.
+    for (const index of options.nodes.keys()) nodes.push(await startClusterNode(options, kube, index));
+    const [a, b] = nodes;
+    if (a && b) await linkNodes(a.hostNetns, b.hostNetns, options.pool.cidrs);
     const { core } = await connectKube(kube.kubeconfig);
-    if (!(await waitFor(() => nodeReady(core, options.nodeName), 120_000, 500)))
-      throw new Error(`node ${options.nodeName} did not become Ready (kubelet log: see the cluster's log)`);
+    for (const { real } of nodes)
+      if (!(await waitFor(() => nodeReady(core, real.nodeName), 120_000, 500)))
+        throw new Error(`node ${real.nodeName} did not become Ready (kubelet log: see the cluster's log)`);
   } catch (err) {
-    await node?.stop();
-    await stopAll();
+    await stop();
     throw err;
   }
-  const started = node;
   return {
     kube,
     kubeconfig: kube.kubeconfig,
-    node: started,
-    agentConfig: writeAgentConfig(options, started, kube.kubeconfig),
-    processes,
-    async stop() {
-      await started.stop();
-      await stopAll();
-    },
+    nodes,
+    processes: [...servers, ...nodes.flatMap((n) => n.real.processes)],
+    stop,
   };
 }

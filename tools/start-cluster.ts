@@ -35,7 +35,7 @@ export async function startClusterRun(
 ): Promise<ClusterRun> {
   if (config.kubernetes?.kubeconfig ?? process.env.KUBECONFIG)
     throw new Error('--cluster starts its own cluster: remove kubernetes.kubeconfig and KUBECONFIG');
-  const pool = config.pools[0]?.name;
+  const pool = config.pools[0];
   if (!pool) throw new Error('--cluster: the config has no pool for the node');
   setUpCluster(root);
   await ensureHostNetns(HOST_NETNS);
@@ -47,10 +47,9 @@ export async function startClusterRun(
   const startedAt = Date.now();
   const cluster = await startCluster({
     dir: join(stateDir, 'cluster'),
-    nodeName,
+    nodes: [{ nodeName, hostNetns: HOST_NETNS }],
     temporal: config.temporal,
-    pool,
-    hostNetns: HOST_NETNS,
+    pool: { name: pool.name, cidrs: pool.cidrs },
     logFd,
   });
   started(cluster.processes);
@@ -64,11 +63,13 @@ export async function startClusterRun(
       kubeconfig: cluster.kubeconfig,
     },
   };
+  const [node] = cluster.nodes;
+  if (!node) throw new Error('the cluster started no node');
   const args = [
     ...NODE_AGENT_NODE_FLAGS,
     join(root, 'dist', 'worker', 'agent', 'node-agent.js'),
     '--config',
-    cluster.agentConfig,
+    node.agentConfig,
   ];
   return {
     cluster,
@@ -79,6 +80,6 @@ export async function startClusterRun(
 
 /** What to try, printed once everything runs. */
 export const clusterHelp = (cluster: LocalCluster): string => `Kubernetes:   ${cluster.kubeconfig}
-  a real node ${cluster.node.nodeName} (kubelet + containerd, CNI: ${cluster.node.conflist});
+${cluster.nodes.map(({ real }) => `  a real node ${real.nodeName} (kubelet + containerd, CNI: ${real.conflist});`).join('\n')}
   pods use the local images netlease.local/busybox:1 (imagePullPolicy: Never), e.g. a pod with
   command ["sleep", "3600"]; its lease appears in the UI (PodRef = "<namespace>/<pod>").`;

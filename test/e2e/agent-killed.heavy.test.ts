@@ -10,7 +10,6 @@ import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
 import { leaseExecutions } from '../../temporal/visibility';
-import { type LocalCluster } from '../../tools/cluster';
 import { netnsOf } from '../../tools/containerd';
 import { type Tracked } from '../../tools/processes';
 import { leaseStateQuery } from '../../workflows/lease-messages';
@@ -18,21 +17,28 @@ import { nodeStateQuery } from '../../workflows/node-messages';
 import { containersOfPod } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { sleepersDeployment, startRealCluster, type RealCluster } from '../harness/real-cluster';
+import {
+  sleepersDeployment,
+  startRealCluster,
+  onlyNode,
+  type RealCluster,
+  type RealClusterNode,
+} from '../harness/real-cluster';
 
 const REPLICAS = 10;
 const nodeName = uniqueName('e2e-kill');
 const namespace = 'default';
 const app = uniqueName('killed');
 let temporal: TestTemporal;
-let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
 
 let real: RealCluster;
+let node: RealClusterNode;
 beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'e2e-kill', nodeName, preProduce: true });
-  ({ temporal, cluster, core, apps } = real);
+  real = await startRealCluster({ prefix: 'e2e-kill', nodeNames: [nodeName], preProduce: true });
+  ({ temporal, core, apps } = real);
+  node = onlyNode(real);
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
@@ -66,7 +72,7 @@ const signalOf = (tracked: Tracked) =>
 
 /** The sandbox's network namespace of a pod. */
 async function netnsOfPod(uid: string): Promise<string> {
-  const ctr = cluster?.node.containerd.ctr;
+  const ctr = node.real.containerd.ctr;
   if (!ctr) throw new Error('no cluster');
   const sandboxes = (await containersOfPod(ctr, uid)).filter((c) => c.kind === 'sandbox');
   if (sandboxes.length !== 1) throw new Error(`pod ${uid} has ${sandboxes.length} sandboxes, not 1`);
@@ -83,7 +89,7 @@ async function createDeployment(): Promise<void> {
 }
 
 test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, no leaked address`, async () => {
-  const first = real.agent;
+  const first = node.agent;
   if (!first) throw new Error('no agent');
   await createDeployment();
   // As soon as the scheduler binds the first pod, the agent dies without a chance to clean up.
@@ -91,12 +97,12 @@ test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, 
   const died = signalOf(first);
   process.kill(first.pid, 'SIGKILL');
   expect(await died).toBe('SIGKILL');
-  real.agent = undefined;
+  node.agent = undefined;
   // While it is gone the kubelet's sandbox creation fails and pods stay short of Running.
   await waitForValue(failedSandboxes, (events) => events.length > 0, 180_000, 500, 'a failed sandbox');
   expect((await podsOfApp()).filter(isRunning).length).toBeLessThan(REPLICAS);
 
-  await real.startAgent();
+  await node.startAgent();
   const pods = await waitForValue(podsOfApp, allRunning, 600_000, 1000, `${REPLICAS} pods of ${app} Running`);
   expect(pods.map((p) => p.spec?.nodeName)).toEqual(pods.map(() => nodeName));
   const uids = pods.map(uidOf);

@@ -14,33 +14,40 @@ import type { LeaseState } from '../../domain/lease';
 import { ipJson, runIn } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
-import { type LocalCluster } from '../../tools/cluster';
 import { netnsOf } from '../../tools/containerd';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { containersOfPod } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { leaseOfPod, sleepersDeployment, startRealCluster, type RealCluster } from '../harness/real-cluster';
+import {
+  leaseOfPod,
+  sleepersDeployment,
+  startRealCluster,
+  onlyNode,
+  type RealCluster,
+  type RealClusterNode,
+} from '../harness/real-cluster';
 
 const REPLICAS = 20;
 const nodeName = uniqueName('e2e-node');
 const namespace = 'default';
 const app = uniqueName('sleepers');
 let temporal: TestTemporal;
-let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
 let mergePatch: ReturnType<typeof setHeaderOptions>;
 
 let real: RealCluster;
+let node: RealClusterNode;
 beforeAll(async () => {
   // NETLEASE_E2E_PRE_PRODUCE=0: the agent pre-produces nothing (every ADD takes the cold path).
   real = await startRealCluster({
     prefix: 'e2e',
-    nodeName,
+    nodeNames: [nodeName],
     preProduce: process.env.NETLEASE_E2E_PRE_PRODUCE !== '0',
   });
-  ({ temporal, cluster, core, apps } = real);
+  ({ temporal, core, apps } = real);
+  node = onlyNode(real);
   // client-node 1.x would send a JSON patch; spec.replicas is a merge patch, as kubectl scale.
   mergePatch = real.kube.kube.setHeaderOptions('Content-Type', real.kube.kube.PatchStrategy.MergePatch);
 }, 300_000);
@@ -69,7 +76,7 @@ const scaleTo = (replicas: number) =>
 
 /** The sandbox's network namespace of each pod, reading containerd's containers once per pod. */
 async function netnsOfPods(uids: string[]): Promise<Map<string, string>> {
-  const ctr = cluster?.node.containerd.ctr;
+  const ctr = node.real.containerd.ctr;
   if (!ctr) throw new Error('no cluster');
   const found = new Map<string, string>();
   for (const uid of uids) {

@@ -12,26 +12,33 @@ import { addressOwnershipFindings } from '../../domain/address-ownership';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { type CoreApi } from '../../kubernetes/kube';
-import { type LocalCluster } from '../../tools/cluster';
 import { stopPid } from '../../tools/processes';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { leaseOfPod, sleepersDeployment, startRealCluster, type RealCluster } from '../harness/real-cluster';
+import {
+  leaseOfPod,
+  sleepersDeployment,
+  startRealCluster,
+  onlyNode,
+  type RealCluster,
+  type RealClusterNode,
+} from '../harness/real-cluster';
 
 const REPLICAS = 3;
 const nodeName = uniqueName('repl-node');
 const namespace = 'default';
 const app = uniqueName('replaced');
 let temporal: TestTemporal;
-let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
 
 let real: RealCluster;
+let node: RealClusterNode;
 beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'replaced', nodeName });
-  ({ temporal, cluster, core, apps } = real);
+  real = await startRealCluster({ prefix: 'replaced', nodeNames: [nodeName] });
+  ({ temporal, core, apps } = real);
+  node = onlyNode(real);
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
@@ -120,9 +127,9 @@ test('a node replaced under the same name: old leases compensated, new pods addr
 
   // The node goes down (its containers keep running, as a powered-off node's state is unknown),
   // and the Node is deleted.
-  if (real.agent) await stopPid(real.agent.pid);
-  real.agent = undefined;
-  await cluster?.node.stopKubelet();
+  if (node.agent) await stopPid(node.agent.pid);
+  node.agent = undefined;
+  await node.real.stopKubelet();
   await core.deleteNode({ name: nodeName });
 
   // netlease retires the incarnation: its leases are released and it is done compensating.
@@ -154,8 +161,8 @@ test('a node replaced under the same name: old leases compensated, new pods addr
 
   // The node comes back under the same name: a new incarnation, where the replacements run. Every
   // old lease was Released above, so an old address a new pod gets was free when it got it.
-  await cluster?.node.startKubelet();
-  await real.startAgent();
+  await node.real.startKubelet();
+  await node.startAgent();
   const newNode = await waitForValue(
     nodeUid,
     (uid) => uid !== '' && uid !== oldNode,

@@ -11,28 +11,38 @@ import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
 import { knownLeases } from '../../temporal/visibility';
-import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { sampleAddresses, type AddressReaders, type AddressRound } from '../harness/address-samples';
 import { sandboxNetns } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { leaseOfPod, startRealCluster, type RealCluster } from '../harness/real-cluster';
+import {
+  leaseOfPod,
+  startRealCluster,
+  onlyNode,
+  type RealCluster,
+  type RealClusterNode,
+} from '../harness/real-cluster';
 
 const RECONCILE_SECONDS = 2;
 const namespace = 'default';
 const app = 'web';
 const nodeName = uniqueName('sts-node');
 let temporal: TestTemporal;
-let cluster: LocalCluster;
 let core: CoreApi;
 let apps: AppsV1Api;
 
 let real: RealCluster;
+let node: RealClusterNode;
 beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'sts', nodeName, reconcileIntervalSeconds: RECONCILE_SECONDS });
-  ({ temporal, cluster, core, apps } = real);
+  real = await startRealCluster({
+    prefix: 'sts',
+    nodeNames: [nodeName],
+    reconcileIntervalSeconds: RECONCILE_SECONDS,
+  });
+  ({ temporal, core, apps } = real);
+  node = onlyNode(real);
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
@@ -165,7 +175,7 @@ test('web-0 recreated by the StatefulSet controller keeps its new lease while Pe
   expect(pod?.metadata?.uid).toBe(newUid);
   expect(podIps(pod)).toEqual(addresses);
 
-  const ctr = cluster?.node.containerd.ctr;
+  const ctr = node.real.containerd.ctr;
   if (!ctr) throw new Error('no cluster');
   const { netns } = await sandboxNetns(ctr, newUid);
   const [eth0] = await ipJson(netns, ['addr', 'show', 'dev', 'eth0'], LinkSchema);

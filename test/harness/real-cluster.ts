@@ -1,8 +1,9 @@
-// A test's local cluster with one real node (tools/cluster): the file's Temporal task queue, a
-// control worker watching it, and the node agent as its own process, started once its CNI socket
-// is there (the kubelet retries a sandbox whose ADD finds no agent only after a backoff). Its
-// directory and the log of every process are removed at the end unless NETLEASE_KEEP_CLUSTER_LOG.
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+// A test's local cluster with one or two real nodes (tools/cluster): the file's Temporal task
+// queue, a control worker watching it, and each node's agent as its own process, started once its
+// CNI socket is there (the kubelet retries a sandbox whose ADD finds no agent only after a
+// backoff). Its directory and the log of every process are removed at the end unless
+// NETLEASE_KEEP_CLUSTER_LOG.
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppsV1Api, V1Deployment } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
@@ -12,7 +13,7 @@ import { connectKube, type CoreApi, type KubeClients } from '../../kubernetes/ku
 import { unlessGone } from '../../temporal/workflow-gone';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { leaseStateQuery } from '../../workflows/lease-messages';
-import { startCluster, type LocalCluster } from '../../tools/cluster';
+import { startCluster, type ClusterNode, type LocalCluster } from '../../tools/cluster';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { deleteAllNetns, makeNetns } from './netns';
 import { NODE_AGENT_ENTRY } from './node-agent';
@@ -27,12 +28,21 @@ import {
 import { waitForValue } from './wait';
 
 export interface RealClusterOptions {
-  /** Names the task queue, the directory and the host-side namespace. */
+  /** Names the task queue, the directory and the host-side namespaces. */
   prefix: string;
-  nodeName: string;
+  /** One node, or two (their host namespaces joined, so pods reach across). */
+  nodeNames: [string] | [string, string];
   /** The control worker's reconciler interval (default: an hour, so it does not run). */
   reconcileIntervalSeconds?: number;
   preProduce?: boolean;
+}
+
+/** A real node of the test's cluster with its node agent process. */
+export interface RealClusterNode extends ClusterNode {
+  /** The running agent process, if any; a test that kills it sets this to undefined. */
+  agent: Tracked | undefined;
+  /** Starts the node agent; resolves once its CNI socket exists. */
+  startAgent(): Promise<Tracked>;
 }
 
 export interface RealCluster {
@@ -42,24 +52,47 @@ export interface RealCluster {
   readonly kube: KubeClients;
   readonly core: CoreApi;
   readonly apps: AppsV1Api;
-  /** The running agent process, if any; a test that kills it sets this to undefined. */
-  agent: Tracked | undefined;
-  /** Starts the node agent; resolves once its CNI socket exists. */
-  startAgent(): Promise<Tracked>;
+  /** In the order of `nodeNames`. */
+  readonly nodes: RealClusterNode[];
   stop(): Promise<void>;
+}
+
+function withAgent(node: ClusterNode, log: number): RealClusterNode {
+  const withProcess: RealClusterNode = {
+    ...node,
+    agent: undefined,
+    async startAgent() {
+      const agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', node.agentConfig], {
+        stdio: ['ignore', log, log],
+      });
+      withProcess.agent = agent;
+      await waitForValue(
+        async () => existsSync(node.agentSocket),
+        Boolean,
+        60_000,
+        200,
+        `the agent's ${node.agentSocket}`,
+      );
+      return agent;
+    },
+  };
+  return withProcess;
 }
 
 export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
   const dir = mkdtempSync(join(tmpdir(), `netlease-${options.prefix}-`));
   const temporal = await connectTest(options.prefix);
-  const host = await makeNetns(`${options.prefix.slice(0, 6)}host`);
   const log = openSync(join(dir, 'cluster.log'), 'a');
+  const nodes = [];
+  for (const [i, nodeName] of options.nodeNames.entries())
+    nodes.push({ nodeName, hostNetns: (await makeNetns(`${options.prefix.slice(0, 5)}host${i}`)).name });
+  const [pool] = testConfig(temporal.taskQueue).pools;
+  if (!pool) throw new Error('testConfig has no pool');
   const cluster = await startCluster({
     dir,
-    nodeName: options.nodeName,
+    nodes,
     temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
-    pool: temporal.taskQueue,
-    hostNetns: host.name,
+    pool: { name: pool.name, cidrs: pool.cidrs },
     logFd: log,
     ...(options.preProduce !== undefined ? { preProduce: options.preProduce } : {}),
   });
@@ -69,7 +102,6 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }),
   );
   const kube = await connectKube(cluster.kubeconfig);
-  const socket = (JSON.parse(readFileSync(cluster.agentConfig, 'utf8')) as { cniSocket: string }).cniSocket;
   const real: RealCluster = {
     dir,
     temporal,
@@ -77,17 +109,9 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     kube,
     core: kube.core,
     apps: kube.config.makeApiClient(kube.kube.AppsV1Api),
-    agent: undefined,
-    async startAgent() {
-      const agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', cluster.agentConfig], {
-        stdio: ['ignore', log, log],
-      });
-      real.agent = agent;
-      await waitForValue(async () => existsSync(socket), Boolean, 60_000, 200, `the agent's ${socket}`);
-      return agent;
-    },
+    nodes: cluster.nodes.map((node) => withAgent(node, log)),
     async stop() {
-      if (real.agent) await stopPid(real.agent.pid);
+      for (const node of real.nodes) if (node.agent) await stopPid(node.agent.pid);
       await worker.stop();
       await cluster.stop();
       await deleteAllNetns();
@@ -98,7 +122,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
       else rmSync(dir, { recursive: true, force: true });
     },
   };
-  await real.startAgent();
+  for (const node of real.nodes) await node.startAgent();
   return real;
 }
 
@@ -129,3 +153,10 @@ export const sleepersDeployment = (app: string, replicas: number): V1Deployment 
     },
   },
 });
+
+/** The node of a one-node cluster. */
+export function onlyNode(real: RealCluster): RealClusterNode {
+  const [node, ...more] = real.nodes;
+  if (!node || more.length) throw new Error(`the cluster has ${real.nodes.length} nodes, not 1`);
+  return node;
+}

@@ -18,7 +18,13 @@ import { mountsUnder } from '../../tools/mounts';
 import { containersOfPod, runningOfPod, sandboxNetns, taskPid } from '../harness/real-node';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { leaseOfPod, startRealCluster, type RealCluster } from '../harness/real-cluster';
+import {
+  leaseOfPod,
+  startRealCluster,
+  onlyNode,
+  type RealCluster,
+  type RealClusterNode,
+} from '../harness/real-cluster';
 
 const nodeName = uniqueName('real-node');
 const namespace = 'default';
@@ -27,9 +33,11 @@ let cluster: LocalCluster;
 let core: CoreApi;
 
 let real: RealCluster;
+let node: RealClusterNode;
 beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'real-node', nodeName });
+  real = await startRealCluster({ prefix: 'real-node', nodeNames: [nodeName] });
   ({ temporal, cluster, core } = real);
+  node = onlyNode(real);
 }, 300_000);
 afterAll(() => real?.stop(), 180_000);
 
@@ -87,7 +95,7 @@ test('a pod the scheduler puts on the real node runs with its lease addresses; d
 
   // The namespace the runtime made: the lease attached there, eth0 carries the addresses, and
   // the workload container (not only the sandbox) lives in it.
-  const ctr = cluster?.node.containerd.ctr;
+  const ctr = node.real.containerd.ctr;
   if (!ctr) throw new Error('no cluster');
   const { netns } = await sandboxNetns(ctr, uid);
   expect(lease?.attachments.map((a) => [a.netns, a.ifName, a.status])).toEqual([[netns, 'eth0', 'active']]);
@@ -129,18 +137,18 @@ test('histories of this file replay without nondeterminism', async () => {
 });
 
 test('stopping the cluster with a pod running leaves no process, shim, mount or namespace of it', async () => {
-  const agent = real.agent;
+  const agent = node.agent;
   if (!cluster || !agent) throw new Error('no cluster');
   const name = uniqueName('left');
   const uid = (await createBusybox(name)).metadata?.uid ?? '';
   await untilRunning(name);
-  const { netns } = await sandboxNetns(cluster.node.containerd.ctr, uid);
+  const { netns } = await sandboxNetns(node.real.containerd.ctr, uid);
   expect(mountsUnder(netns)).toEqual([netns]); // the runtime's namespace, bind-mounted
   await stopPid(agent.pid);
-  real.agent = undefined;
+  node.agent = undefined;
   await cluster.stop();
   expect(cluster.processes.filter((p) => isAlive(p.pid)).map((p) => p.pid)).toEqual([]);
-  expect(shimsOf(cluster.node.containerd.socket)).toEqual([]);
+  expect(shimsOf(node.real.containerd.socket)).toEqual([]);
   expect(mountsUnder(real.dir)).toEqual([]);
   expect(existsSync(netns)).toBe(false);
 }, 300_000);

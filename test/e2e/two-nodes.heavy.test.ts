@@ -1,0 +1,266 @@
+// Two real nodes (two containerds, two kubelets, two node agents) share one pool, driven through
+// the Kubernetes API only. A Deployment spread over both runs with its leases' addresses, unique
+// across the nodes, and pods on different nodes reach each other (tools/node-fabric routes the
+// pool between the nodes' host namespaces). Then one node is replaced under the same name with
+// pods on it, as in seeds 000/004, while the other keeps serving: its pods move to the other node
+// and get fresh leases there, the old ones are compensated, and once the node is back the
+// Deployment grows onto it; at no point is an address held twice across the two nodes.
+import { expectReplayed } from '../harness/replay';
+import type { AppsV1Api, setHeaderOptions, V1Deployment, V1Pod } from '@kubernetes/client-node' with {
+  'resolution-mode': 'import',
+};
+import { addressOwnershipFindings } from '../../domain/address-ownership';
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
+import type { LeaseState } from '../../domain/lease';
+import { ipJson, runIn } from '../../kernel/ip';
+import { LinkSchema } from '../../kernel/links';
+import { type CoreApi } from '../../kubernetes/kube';
+import { stopPid } from '../../tools/processes';
+import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
+import { hostEnds } from '../harness/netns';
+import { sandboxNetns } from '../harness/real-node';
+import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+import {
+  leaseOfPod,
+  sleepersDeployment,
+  startRealCluster,
+  type RealCluster,
+  type RealClusterNode,
+} from '../harness/real-cluster';
+
+const REPLICAS = 8;
+const GROWN = 12;
+const nodeNames: [string, string] = [uniqueName('two-a'), uniqueName('two-b')];
+const namespace = 'default';
+const app = uniqueName('spread');
+let temporal: TestTemporal;
+let core: CoreApi;
+let apps: AppsV1Api;
+let mergePatch: ReturnType<typeof setHeaderOptions>;
+
+let real: RealCluster;
+beforeAll(async () => {
+  real = await startRealCluster({ prefix: 'two', nodeNames, preProduce: true });
+  ({ temporal, core, apps } = real);
+  mergePatch = real.kube.kube.setHeaderOptions('Content-Type', real.kube.kube.PatchStrategy.MergePatch);
+}, 400_000);
+afterAll(() => real?.stop(), 240_000);
+
+const nodeOf = (name: string | undefined): RealClusterNode => {
+  const found = real.nodes.find((n) => n.real.nodeName === name);
+  if (!found) throw new Error(`no real node ${name}`);
+  return found;
+};
+
+/** The sleepers, one node at most one pod ahead of the other (the scheduler spreads them). */
+const spreadDeployment = (replicas: number): V1Deployment => {
+  const deployment = sleepersDeployment(app, replicas);
+  const spec = deployment.spec?.template.spec;
+  if (spec)
+    spec.topologySpreadConstraints = [
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'DoNotSchedule',
+        labelSelector: { matchLabels: { app } },
+      },
+    ];
+  return deployment;
+};
+
+const nodeState = (name: string): Promise<NodeState> =>
+  temporal.client.workflow.getHandle(nodeWorkflowId(name)).query(nodeStateQuery);
+
+const nodeUid = async (name: string): Promise<string> => {
+  try {
+    return (await core.readNode({ name })).metadata?.uid ?? '';
+  } catch {
+    return '';
+  }
+};
+
+const podsOfApp = async (): Promise<V1Pod[]> =>
+  (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+
+const sorted = (values: string[]) => [...values].sort();
+const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
+const addressesOf = (lease: LeaseState | undefined) => (lease?.addresses ?? []).map((a) => a.address);
+
+/** `count` pods of the app Running (none of `old`), with each one's lease Running. */
+async function runningPods(
+  count: number,
+  old: string[] = [],
+): Promise<{ pods: V1Pod[]; leases: Map<string, LeaseState> }> {
+  const pods = await waitForValue(
+    podsOfApp,
+    (ps) =>
+      ps.length === count &&
+      ps.every(
+        (p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && !old.includes(uidOf(p)),
+      ),
+    300_000,
+    1000,
+    `${count} pods of ${app} Running`,
+  );
+  const leases = new Map<string, LeaseState>();
+  for (const pod of pods) {
+    const lease = await waitForValue(
+      () => leaseOfPod(temporal, uidOf(pod)),
+      (s) => s?.phase === 'Running',
+      60_000,
+    );
+    if (lease) leases.set(uidOf(pod), lease);
+  }
+  return { pods, leases };
+}
+
+/**
+ * Each pod's lease was made for the pod's node and its podIPs are the lease's addresses; no
+ * address is held twice across the nodes, and each node's table holds exactly its pods' addresses.
+ */
+async function expectAddressedOnce(pods: V1Pod[], leases: Map<string, LeaseState>): Promise<void> {
+  for (const pod of pods) {
+    const lease = leases.get(uidOf(pod));
+    expect(lease?.start.nodeName).toBe(pod.spec?.nodeName);
+    expect(addressesOf(lease)).toHaveLength(2); // the test pool is dual-stack
+    expect(sorted((pod.status?.podIPs ?? []).map((p) => p.ip))).toEqual(sorted(addressesOf(lease)));
+  }
+  const states = await Promise.all(nodeNames.map(async (node) => ({ node, ...(await nodeState(node)) })));
+  expect(addressOwnershipFindings(states).map((f) => f.message)).toEqual([]);
+  for (const state of states) {
+    const owners = Object.fromEntries(
+      Object.values(state.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => [a.address, a.owner]),
+    );
+    const expected = Object.fromEntries(
+      pods
+        .filter((p) => p.spec?.nodeName === state.node)
+        .flatMap((p) => addressesOf(leases.get(uidOf(p))).map((a) => [a, leaseWorkflowId(uidOf(p), 'eth0')])),
+    );
+    expect({ node: state.node, owners }).toEqual({ node: state.node, owners: expected });
+  }
+}
+
+/** eth0 in the pod's sandbox namespace, on its own node's containerd, carries its lease's addresses. */
+async function podNetns(pod: V1Pod, lease: LeaseState | undefined): Promise<string> {
+  const { netns } = await sandboxNetns(nodeOf(pod.spec?.nodeName).real.containerd.ctr, uidOf(pod));
+  const [eth0] = await ipJson(netns, ['addr', 'show', 'dev', 'eth0'], LinkSchema);
+  const onLink = (eth0?.addr_info ?? []).filter((a) => a.scope === 'global').map((a) => a.local);
+  expect(sorted(onLink)).toEqual(sorted(addressesOf(lease)));
+  return netns;
+}
+
+/** One echo from `from`'s namespace to `to`, retried to a deadline (a single echo may be lost). */
+const ping = (from: string, to: string) =>
+  waitForValue(
+    () => runIn(from, 'ping', ['-c', '1', '-W', '2', to]).catch((err: unknown) => String(err)),
+    (out) => /1 packets transmitted, 1 received/.test(out),
+    20_000,
+    500,
+    `ping ${to} from ${from}`,
+  );
+
+test('a Deployment spread over two real nodes: unique addresses, reachable across the nodes', async () => {
+  await apps.createNamespacedDeployment({ namespace, body: spreadDeployment(REPLICAS) });
+  const { pods, leases } = await runningPods(REPLICAS);
+  for (const name of nodeNames)
+    expect(pods.filter((p) => p.spec?.nodeName === name)).toHaveLength(REPLICAS / 2);
+  await expectAddressedOnce(pods, leases);
+
+  const netns = new Map<string, string>();
+  for (const pod of pods) netns.set(uidOf(pod), await podNetns(pod, leases.get(uidOf(pod))));
+  const [onA, onB] = nodeNames.map((name) => pods.find((p) => p.spec?.nodeName === name));
+  if (!onA || !onB) throw new Error('a node has no pod');
+  for (const [from, to] of [
+    [onA, onB],
+    [onB, onA],
+  ] as const)
+    for (const target of addressesOf(leases.get(uidOf(to)))) await ping(netns.get(uidOf(from)) ?? '', target);
+}, 900_000);
+
+test('a node replaced under the same name while the other serves: pods move, nothing held twice', async () => {
+  const [nameA, nameB] = nodeNames;
+  const before = await runningPods(REPLICAS);
+  const oldOnA = before.pods.filter((p) => p.spec?.nodeName === nameA).map(uidOf);
+  const oldNode = await nodeUid(nameA);
+  expect(oldOnA).toHaveLength(REPLICAS / 2);
+
+  const a = nodeOf(nameA);
+  if (a.agent) await stopPid(a.agent.pid);
+  a.agent = undefined;
+  await a.real.stopKubelet();
+  await core.deleteNode({ name: nameA });
+
+  // netlease compensates A's incarnation; the pod GC deletes A's pods and the ReplicaSet's
+  // replacements run on B (the only node), each with a lease of B.
+  const retired = await waitForValue(
+    () => nodeState(nameA),
+    (s) => s.incarnation === '' && s.past.includes(oldNode) && s.retired[oldNode] === undefined,
+    120_000,
+    500,
+    `incarnation ${oldNode} of ${nameA} compensated`,
+  );
+  expect(retired.tables[temporal.taskQueue]?.allocations ?? {}).toEqual({});
+  for (const uid of oldOnA)
+    expect(
+      (
+        await waitForValue(
+          () => leaseOfPod(temporal, uid),
+          (s) => s?.phase === 'Released',
+          60_000,
+        )
+      )?.releaseReason,
+    ).toContain(oldNode);
+  const moved = await runningPods(REPLICAS, oldOnA);
+  expect(moved.pods.map((p) => p.spec?.nodeName)).toEqual(moved.pods.map(() => nameB));
+  await expectAddressedOnce(moved.pods, moved.leases);
+
+  // A comes back under the same name (a new UID); the Deployment grows onto it.
+  await a.real.startKubelet();
+  await a.startAgent();
+  await waitForValue(
+    () => nodeUid(nameA),
+    (uid) => uid !== '' && uid !== oldNode,
+    120_000,
+    500,
+    `${nameA} back`,
+  );
+  await apps.patchNamespacedDeployment(
+    { name: app, namespace, body: { spec: { replicas: GROWN } } },
+    mergePatch,
+  );
+  const grown = await runningPods(GROWN, oldOnA);
+  expect(grown.pods.filter((p) => p.spec?.nodeName === nameA)).toHaveLength(GROWN - REPLICAS);
+  await expectAddressedOnce(grown.pods, grown.leases);
+  for (const pod of grown.pods) await podNetns(pod, grown.leases.get(uidOf(pod)));
+  // The kubelet tore down A's old sandboxes: A's host namespace has a host end per pod on A only.
+  await waitForValue(
+    async () => hostEnds(await ipJson(a.hostNetns, ['addr', 'show'], LinkSchema)).length,
+    (n) => n === GROWN - REPLICAS,
+    180_000,
+    1000,
+    `host ends of ${nameA}'s old pods removed`,
+  );
+
+  // Scale to 0: every lease Released and both nodes' tables empty.
+  await apps.patchNamespacedDeployment({ name: app, namespace, body: { spec: { replicas: 0 } } }, mergePatch);
+  await waitForValue(podsOfApp, (left) => left.length === 0, 300_000, 1000, `pods of ${app} gone`);
+  for (const uid of [...grown.leases.keys()])
+    await waitForValue(
+      () => leaseOfPod(temporal, uid),
+      (s) => s?.phase === 'Released',
+      120_000,
+    );
+  for (const name of nodeNames)
+    await waitForValue(
+      () => nodeState(name),
+      (s) => Object.keys(s.tables[temporal.taskQueue]?.allocations ?? {}).length === 0,
+      60_000,
+      500,
+      `no allocation left on ${name}`,
+    );
+}, 1_500_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(temporal, GROWN + REPLICAS / 2 + 2); // every pod's lease and the two nodes'
+});
