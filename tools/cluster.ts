@@ -50,8 +50,8 @@ export interface LocalCluster {
   kubeconfig: string;
   /** In the order of the options. */
   nodes: ClusterNode[];
-  /** The servers, in the order they started. */
-  processes: Tracked[];
+  /** The servers, in the order they started, then each node's (those running now). */
+  readonly processes: Tracked[];
   /** The nodes, the controllers, then etcd and kube-apiserver; mounts and namespaces removed. */
   stop(): Promise<void>;
 }
@@ -155,7 +155,9 @@ export async function startCluster(options: ClusterOptions): Promise<LocalCluste
     kube,
     kubeconfig: kube.kubeconfig,
     nodes,
-    processes: [...servers, ...nodes.flatMap((n) => n.real.processes)],
+    get processes() {
+      return [...servers, ...nodes.flatMap((n) => n.real.processes)];
+    },
     stop,
   };
 }

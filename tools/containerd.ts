@@ -14,9 +14,10 @@ export interface Containerd {
   /** `ctr --address <socket> -n k8s.io <args>`: its stdout; throws naming the command on failure. */
   ctr(args: string[]): Promise<string>;
   /**
-   * Kills every task, deletes every container (the shims then exit), stops containerd and removes
-   * the network namespaces its sandboxes had. For a stop after the kubelet's: pods the kubelet
-   * did not tear down get no CNI DEL (as on a node that loses power).
+   * A power cut: kills every task (the shims then exit), stops containerd and removes the network
+   * namespaces its sandboxes had, as a reboot empties /run. The containers' records stay in its
+   * root, so a containerd started again on the same directory knows the dead sandboxes and the
+   * kubelet tears each down with a CNI DEL, as after a real reboot.
    */
   stop(): Promise<void>;
 }
@@ -92,15 +93,14 @@ export function shimsOf(socket: string): number[] {
     });
 }
 
-/** Deletes every task and container; returns the network namespaces they had. */
-async function removeContainers(ctr: Containerd['ctr']): Promise<string[]> {
+/** Kills and deletes every task; returns the network namespaces of the containers (kept). */
+async function killTasks(ctr: Containerd['ctr']): Promise<string[]> {
   for (const task of lines(await ctr(['tasks', 'list', '--quiet'])))
     await ctr(['tasks', 'delete', '--force', task]).catch(() => undefined);
   const netns: string[] = [];
   for (const id of lines(await ctr(['containers', 'list', '--quiet']))) {
     const path = await netnsOf(ctr, id).catch(() => undefined);
     if (path && !path.startsWith('/proc/')) netns.push(path);
-    await ctr(['containers', 'delete', id]).catch(() => undefined);
   }
   return [...new Set(netns)];
 }
@@ -145,7 +145,7 @@ export async function startContainerd(
     process: daemon,
     ctr,
     async stop() {
-      const netns = await removeContainers(ctr).catch(() => []);
+      const netns = await killTasks(ctr).catch(() => []);
       await stopPid(daemon.pid);
       for (const pid of shimsOf(socket)) await stopPid(pid);
       for (const path of netns) await removeNetns(path);

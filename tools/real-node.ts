@@ -1,6 +1,7 @@
 // One real node: a CNI directory written by netlease's own install-cni (with the loopback
 // plugin), a containerd whose CRI reads it, and a kubelet registered under the node's name. A node
-// starts fresh: what a previous run left in its directory (mounts, containers) is removed first.
+// starts as a machine boots: what a previous run left running (shims, mounts, containerd's state)
+// is gone, while containerd's root and the kubelet's dir (their records of the pods) are kept.
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
@@ -29,16 +30,19 @@ export interface RealNode {
   cni: CniDir;
   /** The conflist containerd's CRI reads. */
   conflist: string;
-  containerd: Containerd;
-  /** The kubelet now running (a new one after `startKubelet`). */
+  /** The containerd now running (a new one after `reboot`). */
+  readonly containerd: Containerd;
+  /** The kubelet now running (a new one after `startKubelet` or `reboot`). */
   readonly kubelet: Kubelet;
-  processes: Tracked[];
+  readonly processes: Tracked[];
   /** Just the kubelet, as a node going down: containerd and the pods' containers keep running. */
   stopKubelet(): Promise<void>;
   /** A kubelet again under the node's name, on the same root dir and containerd. */
   startKubelet(): Promise<void>;
-  /** The kubelet, then containerd (its containers and namespaces), then every mount left. */
+  /** The kubelet, then containerd (a power cut for its containers), then every mount left. */
   stop(): Promise<void>;
+  /** `stop()`, then containerd and a kubelet again on the same directory: a node rebooted. */
+  reboot(): Promise<void>;
 }
 
 /** `<dir>/cni/{bin,net.d}`: loopback linked, netlease's shim and conflist by install-cni. */
@@ -58,48 +62,67 @@ async function installCni(options: RealNodeOptions): Promise<{ cni: CniDir; conf
   return { cni, conflist: join(cni.confDir, '10-netlease.conflist') };
 }
 
-export async function startRealNode(options: RealNodeOptions): Promise<RealNode> {
-  const { dir } = options;
-  // A run that was killed left its shims (they outlive containerd) and mounts: gone first.
-  for (const pid of shimsOf(join(dir, 'containerd', 'containerd.sock'))) await stopPid(pid);
-  await unmountUnder(dir);
-  for (const sub of ['containerd', 'kubelet']) rmSync(join(dir, sub), { recursive: true, force: true });
-  const { cni, conflist } = await installCni(options);
-  const containerdDir = join(dir, 'containerd');
+/** containerd on `<dir>/containerd`, then the kubelet on it; containerd stopped if the kubelet fails. */
+async function boot(
+  options: RealNodeOptions,
+  cni: CniDir,
+): Promise<{ containerd: Containerd; kubelet: Kubelet }> {
+  const containerdDir = join(options.dir, 'containerd');
   mkdirSync(containerdDir, { recursive: true });
   const containerd = await startContainerd(containerdDir, cni, ensureNodeImages(), options.logFd);
-  const kubeletOptions = {
-    dir,
-    nodeName: options.nodeName,
-    kubeconfig: options.kubeconfig,
-    containerdSocket: containerd.socket,
-    logFd: options.logFd,
-  };
-  let kubelet: Kubelet;
   try {
-    kubelet = await startKubelet(kubeletOptions);
+    return { containerd, kubelet: await startKubelet(kubeletOptions(options, containerd)) };
   } catch (err) {
     await containerd.stop();
     throw err;
   }
+}
+
+const kubeletOptions = (options: RealNodeOptions, containerd: Containerd) => ({
+  dir: options.dir,
+  nodeName: options.nodeName,
+  kubeconfig: options.kubeconfig,
+  containerdSocket: containerd.socket,
+  logFd: options.logFd,
+});
+
+export async function startRealNode(options: RealNodeOptions): Promise<RealNode> {
+  const { dir } = options;
+  // A run that was killed left its shims (they outlive containerd) and mounts: gone first, and
+  // containerd's state dir with them (a reboot empties /run).
+  for (const pid of shimsOf(join(dir, 'containerd', 'containerd.sock'))) await stopPid(pid);
+  await unmountUnder(dir);
+  rmSync(join(dir, 'containerd', 'state'), { recursive: true, force: true });
+  const { cni, conflist } = await installCni(options);
+  let { containerd, kubelet } = await boot(options, cni);
+  const stop = async () => {
+    await kubelet.stop();
+    await containerd.stop();
+    await unmountUnder(dir);
+  };
   return {
     nodeName: options.nodeName,
     cni,
     conflist,
-    containerd,
+    get containerd() {
+      return containerd;
+    },
     get kubelet() {
       return kubelet;
     },
-    processes: [containerd.process, kubelet.process],
+    get processes() {
+      return [containerd.process, kubelet.process];
+    },
     stopKubelet: () => kubelet.stop(),
     async startKubelet() {
       await kubelet.stop(); // at most one kubelet per root dir
-      kubelet = await startKubelet(kubeletOptions);
+      kubelet = await startKubelet(kubeletOptions(options, containerd));
     },
-    async stop() {
-      await kubelet.stop();
-      await containerd.stop();
-      await unmountUnder(dir);
+    stop,
+    async reboot() {
+      await stop();
+      rmSync(join(dir, 'containerd', 'state'), { recursive: true, force: true });
+      ({ containerd, kubelet } = await boot(options, cni));
     },
   };
 }

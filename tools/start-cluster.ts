@@ -1,7 +1,8 @@
-// `npm start -- --cluster`: instead of a bare kube-apiserver and a simulated node, a cluster with
-// the real controllers and a real node named after this machine (tools/cluster), its state in
-// .netlease/cluster (the node starts fresh each run; the API's objects stay). Its node agent is
-// this machine's, with the host ends of its veth pairs in `netlease-host`.
+// `npm start -- --cluster [--nodes 2]`: instead of a bare kube-apiserver and a simulated node, a
+// cluster with the real controllers and a real node named after this machine (and a second one,
+// `<name>-2`), its state in .netlease/cluster (a start after a stop is the nodes' reboot; the
+// API's objects stay). Each node has its agent, with the host ends of its veth pairs in
+// `netlease-host` (`netlease-host-2`).
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { NetleaseConfig } from '../domain/config';
@@ -12,13 +13,19 @@ import { ensureHostNetns } from './dev-node';
 import { type Tracked } from './processes';
 import { startReadable } from './readable-log';
 
-const HOST_NETNS = 'netlease-host';
-
 export interface ClusterRun {
   cluster: LocalCluster;
   effective: NetleaseConfig;
-  startAgent(): Tracked;
+  /** One per node, in the cluster's order: starts (or restarts) that node's agent. */
+  agents: Array<{ nodeName: string; start(): Tracked }>;
 }
+
+/** The nodes of `--nodes <count>`: this machine's name, then `<name>-2`. */
+const clusterNodes = (count: 1 | 2) =>
+  [
+    { nodeName: hostNodeName(), hostNetns: 'netlease-host' },
+    { nodeName: `${hostNodeName()}-2`, hostNetns: 'netlease-host-2' },
+  ].slice(0, count);
 
 /** bootstrap.sh --cluster: containerd, runc, the kubelet and controllers, the images (once). */
 function setUpCluster(root: string): void {
@@ -31,6 +38,7 @@ export async function startClusterRun(
   stateDir: string,
   config: NetleaseConfig,
   logFd: number,
+  nodeCount: 1 | 2,
   started: (processes: Tracked[]) => void,
 ): Promise<ClusterRun> {
   if (config.kubernetes?.kubeconfig ?? process.env.KUBECONFIG)
@@ -38,22 +46,23 @@ export async function startClusterRun(
   const pool = config.pools[0];
   if (!pool) throw new Error('--cluster: the config has no pool for the node');
   setUpCluster(root);
-  await ensureHostNetns(HOST_NETNS);
-  const nodeName = hostNodeName();
+  const nodes = clusterNodes(nodeCount);
+  for (const { hostNetns } of nodes) await ensureHostNetns(hostNetns);
+  const names = nodes.map((n) => n.nodeName).join(' and ');
   console.log(
-    `netlease: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a real node ` +
-      `${nodeName} (containerd + kubelet; state in ${join(stateDir, 'cluster')}, logs in cluster.log)`,
+    `netlease: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and real nodes ` +
+      `${names} (containerd + kubelet; state in ${join(stateDir, 'cluster')}, logs in cluster.log)`,
   );
   const startedAt = Date.now();
   const cluster = await startCluster({
     dir: join(stateDir, 'cluster'),
-    nodes: [{ nodeName, hostNetns: HOST_NETNS }],
+    nodes,
     temporal: config.temporal,
     pool: { name: pool.name, cidrs: pool.cidrs },
     logFd,
   });
   started(cluster.processes);
-  console.log(`netlease: node ${nodeName} Ready in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`);
+  console.log(`netlease: ${names} Ready in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`);
   const effective: NetleaseConfig = {
     ...config,
     kubernetes: {
@@ -63,18 +72,20 @@ export async function startClusterRun(
       kubeconfig: cluster.kubeconfig,
     },
   };
-  const [node] = cluster.nodes;
-  if (!node) throw new Error('the cluster started no node');
-  const args = [
+  const agentArgs = (config: string) => [
     ...NODE_AGENT_NODE_FLAGS,
     join(root, 'dist', 'worker', 'agent', 'node-agent.js'),
     '--config',
-    node.agentConfig,
+    config,
   ];
+  const env = { ...process.env, ...PROCESS_ENV };
   return {
     cluster,
     effective,
-    startAgent: () => startReadable(process.execPath, args, { env: { ...process.env, ...PROCESS_ENV } }),
+    agents: cluster.nodes.map((node) => ({
+      nodeName: node.real.nodeName,
+      start: () => startReadable(process.execPath, agentArgs(node.agentConfig), { env }),
+    })),
   };
 }
 

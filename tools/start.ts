@@ -1,7 +1,8 @@
 // `npm start`: Temporal dev server (UI, SQLite state that survives restarts), a local Kubernetes
 // API, the control worker and this machine's node agent, tracked by PID; Ctrl-C stops them in
 // reverse order. One run per state directory: a second refuses while the first runs. With
-// `--cluster` (npm start -- --cluster) the cluster has the real controllers and a real node.
+// `--cluster` (npm start -- --cluster) the cluster has the real controllers and a real node (two
+// with `--nodes 2`).
 import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { hostNodeName } from '../kubernetes/node-name';
@@ -21,14 +22,28 @@ const root = join(__dirname, '..', '..');
 const stateDir = process.env.NETLEASE_STATE_DIR ?? join(root, '.netlease');
 const pidFile = join(stateDir, 'pids.json');
 
-function clusterFlag(args: string[]): boolean {
-  const unknown = args.filter((a) => a !== '--cluster');
-  if (unknown.length) throw new Error(`unknown argument ${unknown.join(' ')} (known: --cluster)`);
-  return args.includes('--cluster');
+interface StartFlags {
+  cluster: boolean;
+  /** Real nodes of the cluster (`--nodes 2`). */
+  nodes: 1 | 2;
+}
+
+function parseFlags(args: string[]): StartFlags {
+  const usage = 'known: --cluster, --cluster --nodes 2';
+  const flags: StartFlags = { cluster: false, nodes: 1 };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--cluster') flags.cluster = true;
+    else if (arg === '--nodes' && (args[i + 1] === '1' || args[i + 1] === '2'))
+      flags.nodes = args[++i] === '2' ? 2 : 1;
+    else throw new Error(`unknown argument ${args.slice(i).join(' ')} (${usage})`);
+  }
+  if (flags.nodes === 2 && !flags.cluster) throw new Error(`--nodes needs --cluster (${usage})`);
+  return flags;
 }
 
 async function main(): Promise<void> {
-  const withCluster = clusterFlag(process.argv.slice(2));
+  const flags = parseFlags(process.argv.slice(2));
   mkdirSync(stateDir, { recursive: true });
   refuseSecondRun();
   await stopLeftovers(pidFile);
@@ -59,9 +74,9 @@ async function main(): Promise<void> {
   save();
 
   let clusterRun: ClusterRun | undefined;
-  if (withCluster) {
+  if (flags.cluster) {
     const clusterLog = openSync(join(stateDir, 'cluster.log'), 'a');
-    clusterRun = await startClusterRun(root, stateDir, config, clusterLog, (processes) => {
+    clusterRun = await startClusterRun(root, stateDir, config, clusterLog, flags.nodes, (processes) => {
       children.push(...processes);
       save();
     });
@@ -108,7 +123,8 @@ async function main(): Promise<void> {
   );
   save();
   if (clusterRun) {
-    workers.push(supervise('node agent', clusterRun.startAgent, events));
+    for (const agent of clusterRun.agents)
+      workers.push(supervise(`node agent of ${agent.nodeName}`, agent.start, events));
     save();
     console.log(`\nnetlease is running with a real node.
   Temporal UI:  ${server.uiUrl}/namespaces/${config.temporal.namespace}/workflows

@@ -8,14 +8,15 @@ import { expectReplayed } from '../harness/replay';
 import { existsSync, statSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { ipJson } from '../../kernel/ip';
-import { LinkSchema } from '../../kernel/links';
+import { LinkSchema, RouteEntrySchema } from '../../kernel/links';
 import { isNotFound, type CoreApi } from '../../kubernetes/kube';
 import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { isAlive, stopPid } from '../../tools/processes';
-import { shimsOf } from '../../tools/containerd';
+import { netnsOf, shimsOf, type Containerd } from '../../tools/containerd';
 import { mountsUnder } from '../../tools/mounts';
 import { containersOfPod, runningOfPod, sandboxNetns, taskPid } from '../harness/real-node';
+import { hostEnds } from '../harness/netns';
 import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import {
@@ -132,8 +133,87 @@ test('a pod the scheduler puts on the real node runs with its lease addresses; d
   expect(await runningOfPod(ctr, uid)).toEqual([]);
 }, 600_000);
 
+/** The pod's sandbox whose task runs, and the namespace the CRI made for it. */
+async function runningSandbox(ctr: Containerd['ctr'], uid: string) {
+  const running = new Set(await runningOfPod(ctr, uid));
+  const sandbox = (await containersOfPod(ctr, uid)).find((c) => c.kind === 'sandbox' && running.has(c.id));
+  return sandbox && { sandbox: sandbox.id, netns: (await netnsOf(ctr, sandbox.id)) ?? '' };
+}
+
+test('a node rebooted with a pod on it: the new sandbox holds the lease, the old one is torn down by DEL', async () => {
+  const name = uniqueName('reboot');
+  const uid = (await createBusybox(name)).metadata?.uid ?? '';
+  await untilRunning(name);
+  const before = await waitForValue(
+    () => leaseOf(uid),
+    (s) => s?.phase === 'Running',
+    60_000,
+  );
+  const old = await sandboxNetns(node.real.containerd.ctr, uid);
+
+  // Power off: every process of the node dies (the agent too) and /run is emptied; containerd's
+  // and the kubelet's records on disk stay. Then the node boots and its agent starts again.
+  if (node.agent) await stopPid(node.agent.pid);
+  node.agent = undefined;
+  await node.real.reboot();
+  await node.startAgent();
+
+  // The kubelet tears the dead sandbox down (a CNI DEL, its namespace gone) and gives the pod a
+  // new one (a CNI ADD): the same lease and addresses, and only the new sandbox's attachment.
+  const ctr = node.real.containerd.ctr;
+  const fresh = await waitForValue(
+    () => runningSandbox(ctr, uid),
+    (found) => found !== undefined && found.sandbox !== old.sandbox,
+    180_000,
+    1000,
+    `pod ${name} in a new sandbox`,
+  );
+  const netns = fresh?.netns ?? '';
+  const after = await waitForValue(
+    () => leaseOf(uid),
+    (s) =>
+      s?.attachments.length === 1 &&
+      s.attachments[0]?.netns === netns &&
+      s.attachments[0].status === 'active',
+    120_000,
+    1000,
+    `${name}'s lease holding only its new sandbox`,
+  );
+  expect(after?.phase).toBe('Running');
+  const addresses = (before?.addresses ?? []).map((a) => a.address);
+  expect((after?.addresses ?? []).map((a) => a.address)).toEqual(addresses);
+  const [eth0] = await ipJson(netns, ['addr', 'show', 'dev', 'eth0'], LinkSchema);
+  expect(sorted((eth0?.addr_info ?? []).filter((a) => a.scope === 'global').map((a) => a.local))).toEqual(
+    sorted(addresses),
+  );
+  // The host side: one host end, the new one, and each address routed to it.
+  const host = after?.attachments[0]?.links?.host.name;
+  expect(hostEnds(await ipJson(node.hostNetns, ['addr', 'show'], LinkSchema)).map((l) => l.ifname)).toEqual([
+    host,
+  ]);
+  for (const address of addresses) {
+    const family = address.includes(':') ? 6 : 4;
+    const routes = await ipJson(node.hostNetns, [`-${family}`, 'route', 'show', address], RouteEntrySchema);
+    expect(routes.map((r) => r.dev)).toEqual([host]);
+  }
+  const pod = await waitForValue(
+    () => readPod(name),
+    (p) => p?.status?.phase === 'Running' && (p.status.podIPs ?? []).length === 2,
+    120_000,
+  );
+  expect(sorted((pod?.status?.podIPs ?? []).map((p) => p.ip))).toEqual(sorted(addresses));
+
+  await core.deleteNamespacedPod({ name, namespace });
+  const released = await waitForValue(
+    () => leaseOf(uid),
+    (s) => s?.phase === 'Released',
+    120_000,
+  );
+  expect(released?.attachments).toEqual([]);
+}, 600_000);
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, 2); // the pod's lease and the node's workflow at least
+  await expectReplayed(temporal, 3); // the pods' leases and the node's workflow at least
 });
 
 test('stopping the cluster with a pod running leaves no process, shim, mount or namespace of it', async () => {
