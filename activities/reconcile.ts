@@ -22,6 +22,8 @@ export interface ReconcileSummary {
   confirmedRunning: number;
   nodesDeleted: number;
   nodesReplaced: number;
+  /** Set when the run could not read the cluster (the counts are then 0): why. */
+  skipped?: string;
 }
 
 export function reconcileActivities({ client, config, reader }: ControlDeps) {

@@ -82,7 +82,8 @@ async function refuseUnservedPool(client: Client, pool: string): Promise<void> {
   throw new CniError(
     CniCode.invalidNetworkConfig,
     `pool: unknown pool "${pool}"`,
-    `no open pool/${pool} workflow: the control worker's config has no such pool`,
+    `no open pool/${pool} workflow: the control worker's config has no such pool, or no control ` +
+      `worker has started since it was added`,
   );
 }
 

@@ -91,13 +91,22 @@ test('an older PID file (a bare array) still has its leftovers stopped', async (
   expect(existsSync(pidFile)).toBe(true);
 });
 
-test('an unknown argument is refused before anything is read or started; --cluster is the one known', async () => {
+test('an unknown argument is refused before anything is read or started; --cluster [--nodes 2] are known', async () => {
   rmSync(pidFile, { force: true });
-  const run = await launch('--clustr');
-  expect(run.stderr).toBe('netlease: unknown argument --clustr (known: --cluster)\n');
-  expect(run.exitCode).toBe(1);
-  expect(existsSync(pidFile)).toBe(false);
-  // --cluster is accepted: the run goes on to its config, which is off loopback here.
-  const cluster = await launch('--cluster');
-  expect(cluster.stderr).toBe(`${offLoopback}\n`);
+  const known = '(known: --cluster, --cluster --nodes 2)';
+  for (const [args, message] of [
+    [['--clustr'], `netlease: unknown argument --clustr ${known}`],
+    [['--cluster', '--nodes', '3'], `netlease: unknown argument --nodes 3 ${known}`],
+    [['--nodes', '2'], `netlease: --nodes needs --cluster ${known}`],
+  ] as const) {
+    const run = await launch(...args);
+    expect(run.stderr).toBe(`${message}\n`);
+    expect(run.exitCode).toBe(1);
+    expect(existsSync(pidFile)).toBe(false);
+  }
+  // --cluster (and --nodes 2 with it) is accepted: the run goes on to its config, off loopback here.
+  for (const args of [['--cluster'], ['--cluster', '--nodes', '2']]) {
+    const cluster = await launch(...args);
+    expect(cluster.stderr).toBe(`${offLoopback}\n`);
+  }
 });
