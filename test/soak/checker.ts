@@ -1,0 +1,324 @@
+// The soak's independent checker. It shares no code with the allocator: it reads Kubernetes
+// (quorum lists), Temporal (visibility, and each lease's `state` query by name, parsed with its own
+// schema) and the kernel (`ip -json`, run here), and judges what it read by the invariants alone:
+// - no address held by two live leases, and none configured in two live pods' namespaces (any sample);
+// - nothing lost: a pod whose ADD succeeded keeps its lease, with the addresses its runtime was
+//   told, and (ptp) its interface carrying them;
+// - every Active/Running ptp lease has its interface in the kernel with its addresses;
+// - no leak: an address is held only by a lease whose pod exists, or for at most LEAK_BOUND_MS;
+// - no workflow Failed, Terminated or TimedOut.
+// Soft findings (a lease still being released, an interface being made) become violations only
+// when they outlast their bound. A read that fails makes the sample incomplete, never a pass.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { Client } from '@temporalio/client';
+import type { CoreV1Api } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { z } from 'zod';
+import type { Told } from './workload';
+
+export const INVARIANTS = [
+  'duplicate-lease',
+  'duplicate-kernel',
+  'lost',
+  'ptp-interface',
+  'leaked',
+  'workflow-failed',
+] as const;
+export type Invariant = (typeof INVARIANTS)[number];
+
+/** How long a soft finding may last before it is a violation. */
+const BOUND_MS: Partial<Record<Invariant, number>> = {
+  lost: 20_000,
+  'ptp-interface': 30_000,
+  leaked: 60_000,
+};
+
+const LeaseViewSchema = z.object({
+  phase: z.string(),
+  start: z.object({ podUid: z.string(), nodeName: z.string(), mode: z.string() }),
+  addresses: z.array(z.object({ address: z.string() })),
+  attachments: z.array(
+    z.object({ containerId: z.string(), netns: z.string(), ifName: z.string(), status: z.string() }),
+  ),
+});
+type LeaseView = z.infer<typeof LeaseViewSchema> & { workflowId: string };
+
+const AddrSchema = z.array(
+  z.object({
+    ifname: z.string(),
+    addr_info: z.array(z.object({ local: z.string(), scope: z.string().optional() })).default([]),
+  }),
+);
+
+export interface Finding {
+  invariant: Invariant;
+  /** What it is about (an address, a pod); with the invariant, the finding's identity. */
+  subject: string;
+  detail: string;
+  /** Workflow ids whose histories explain it. */
+  workflows: string[];
+}
+
+export interface Sample {
+  complete: boolean;
+  /** Why it is incomplete. */
+  unreadable?: string;
+  findings: Finding[];
+  leases: number;
+  addresses: number;
+}
+
+/** `ip -json addr show` inside a namespace (by name); undefined when it is not there. */
+function addressesIn(netns: string): Promise<Map<string, string[]> | undefined> {
+  return new Promise((resolve) => {
+    execFile('ip', ['-json', '-n', netns, 'addr', 'show'], { timeout: 10_000 }, (err, stdout) => {
+      if (err) return resolve(undefined);
+      const links = AddrSchema.parse(stdout.trim() ? JSON.parse(stdout) : []);
+      resolve(
+        new Map(
+          links.map((l) => [
+            l.ifname,
+            l.addr_info.filter((a) => a.scope !== 'link' && a.scope !== 'host').map((a) => a.local),
+          ]),
+        ),
+      );
+    });
+  });
+}
+
+const holding = (lease: LeaseView) => lease.phase !== 'Released' && lease.addresses.length > 0;
+const sameSet = (a: string[], b: string[]) => [...a].sort().join() === [...b].sort().join();
+const leaseOf = (podUid: string) => `lease/${podUid}/eth0`;
+
+export interface CheckerSources {
+  client: Client;
+  core: CoreV1Api;
+  namespace: string;
+  taskQueue: string;
+  /** The runtime's side: pods told addresses, and their sandbox namespaces. */
+  ledger: ReadonlyMap<string, Told>;
+  sandboxes: ReadonlyMap<string, string>;
+}
+
+export class Checker {
+  samples = 0;
+  incomplete = 0;
+  /** invariant → violations (each finding counted once). */
+  readonly violations = new Map<Invariant, Finding[]>();
+  private readonly firstSeen = new Map<string, number>();
+
+  constructor(private readonly sources: CheckerSources) {}
+
+  /** One sample; its hard findings and its soft ones past their bound are recorded as violations. */
+  async sample(): Promise<Sample> {
+    this.samples++;
+    let sample: Sample;
+    try {
+      sample = await this.read();
+    } catch (err) {
+      sample = { complete: false, unreadable: String(err), findings: [], leases: 0, addresses: 0 };
+    }
+    if (!sample.complete) {
+      this.incomplete++;
+      return sample;
+    }
+    this.judge(sample.findings);
+    return sample;
+  }
+
+  private judge(findings: Finding[]): void {
+    const now = Date.now();
+    const seen = new Set<string>();
+    for (const finding of findings) {
+      const key = `${finding.invariant}:${finding.subject}`;
+      seen.add(key);
+      const first = this.firstSeen.get(key) ?? now;
+      this.firstSeen.set(key, first);
+      const bound = BOUND_MS[finding.invariant] ?? 0;
+      if (now - first >= bound && !this.isRecorded(finding)) this.record(finding);
+    }
+    for (const key of [...this.firstSeen.keys()]) if (!seen.has(key)) this.firstSeen.delete(key);
+  }
+
+  private isRecorded(finding: Finding): boolean {
+    return (this.violations.get(finding.invariant) ?? []).some((f) => f.subject === finding.subject);
+  }
+
+  private record(finding: Finding): void {
+    this.violations.set(finding.invariant, [...(this.violations.get(finding.invariant) ?? []), finding]);
+  }
+
+  get violationCount(): number {
+    return [...this.violations.values()].reduce((n, list) => n + list.length, 0);
+  }
+
+  /**
+   * Converged: a complete sample whose findings are all younger than `transientMs` (the workload's
+   * own churn: a pod deleted a moment ago whose lease is being released). Hard findings never are.
+   */
+  settled(sample: Sample, transientMs = 5000): boolean {
+    const now = Date.now();
+    return (
+      sample.complete &&
+      sample.findings.every((f) => {
+        const first = this.firstSeen.get(`${f.invariant}:${f.subject}`) ?? now;
+        return BOUND_MS[f.invariant] !== undefined && now - first < transientMs;
+      })
+    );
+  }
+
+  private async read(): Promise<Sample> {
+    const { client, core, namespace, taskQueue, ledger, sandboxes } = this.sources;
+    const pods = new Set(
+      (await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.uid ?? ''),
+    );
+    const leases = await this.openLeases(client, taskQueue);
+    const kernel = new Map<string, Map<string, string[]> | undefined>();
+    for (const [uid, netns] of sandboxes) kernel.set(uid, await addressesIn(netns));
+    const findings = [
+      ...duplicateLeases(leases),
+      ...duplicateKernel(kernel, pods),
+      ...lost(ledger, leases, kernel),
+      ...(await ptpInterfaces(leases)),
+      ...leaked(leases, pods),
+      ...(await failedWorkflows(client, taskQueue)),
+    ];
+    const addresses = leases.filter(holding).reduce((n, l) => n + l.addresses.length, 0);
+    return { complete: true, findings, leases: leases.length, addresses };
+  }
+
+  private async openLeases(client: Client, taskQueue: string): Promise<LeaseView[]> {
+    const query = `TaskQueue = '${taskQueue}' AND WorkflowType = 'leaseWorkflow' AND ExecutionStatus = 'Running'`;
+    const views: LeaseView[] = [];
+    for await (const execution of client.workflow.list({ query })) {
+      const handle = client.workflow.getHandle(execution.workflowId);
+      try {
+        views.push({
+          ...LeaseViewSchema.parse(await handle.query('state')),
+          workflowId: execution.workflowId,
+        });
+      } catch (err) {
+        // Closed since it was listed: nothing held by it any more. Anything else fails the read.
+        const { status } = await handle.describe();
+        if (status.name === 'RUNNING') throw err;
+      }
+    }
+    return views;
+  }
+}
+
+function duplicateLeases(leases: LeaseView[]): Finding[] {
+  const owners = new Map<string, string[]>();
+  for (const lease of leases.filter(holding))
+    for (const { address } of lease.addresses)
+      owners.set(address, [...(owners.get(address) ?? []), lease.workflowId]);
+  return [...owners]
+    .filter(([, ids]) => ids.length > 1)
+    .map(([address, ids]) => ({
+      invariant: 'duplicate-lease' as const,
+      subject: address,
+      detail: `${address} held by ${ids.join(' and ')}`,
+      workflows: ids,
+    }));
+}
+
+function duplicateKernel(
+  kernel: Map<string, Map<string, string[]> | undefined>,
+  pods: Set<string>,
+): Finding[] {
+  const where = new Map<string, string[]>();
+  for (const [uid, links] of kernel) {
+    if (!pods.has(uid) || !links) continue;
+    for (const address of [...links.values()].flat())
+      where.set(address, [...(where.get(address) ?? []), uid]);
+  }
+  return [...where]
+    .filter(([, uids]) => uids.length > 1)
+    .map(([address, uids]) => ({
+      invariant: 'duplicate-kernel' as const,
+      subject: address,
+      detail: `${address} configured in the namespaces of pods ${uids.join(' and ')}`,
+      workflows: uids.map(leaseOf),
+    }));
+}
+
+function lost(
+  ledger: ReadonlyMap<string, Told>,
+  leases: LeaseView[],
+  kernel: Map<string, Map<string, string[]> | undefined>,
+): Finding[] {
+  const byId = new Map(leases.map((l) => [l.workflowId, l]));
+  const findings: Finding[] = [];
+  for (const told of ledger.values()) {
+    const lease = byId.get(leaseOf(told.podUid));
+    const problem = !lease
+      ? 'no open lease'
+      : !holding(lease)
+        ? `lease ${lease.phase}`
+        : !sameSet(
+              lease.addresses.map((a) => a.address),
+              told.addresses,
+            )
+          ? `lease holds ${lease.addresses.map((a) => a.address).join()}, the runtime was told ${told.addresses.join()}`
+          : told.mode === 'ptp' && !sameSet(kernel.get(told.podUid)?.get('eth0') ?? [], told.addresses)
+            ? `eth0 in ${told.netns} carries ${(kernel.get(told.podUid)?.get('eth0') ?? []).join() || 'nothing'}`
+            : undefined;
+    if (problem)
+      findings.push({
+        invariant: 'lost',
+        subject: told.podUid,
+        detail: `pod ${told.podName} (${told.podUid}) on ${told.node}: ${problem}`,
+        workflows: [leaseOf(told.podUid)],
+      });
+  }
+  return findings;
+}
+
+async function ptpInterfaces(leases: LeaseView[]): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  for (const lease of leases) {
+    if (lease.start.mode !== 'ptp' || !['Active', 'Running'].includes(lease.phase)) continue;
+    for (const attachment of lease.attachments.filter((a) => a.status === 'active')) {
+      if (!existsSync(attachment.netns)) continue; // the sandbox is gone: the leak rule's business
+      const links = await addressesIn(attachment.netns.replace('/var/run/netns/', ''));
+      const carried = links?.get(attachment.ifName) ?? [];
+      if (
+        !sameSet(
+          carried,
+          lease.addresses.map((a) => a.address),
+        )
+      )
+        findings.push({
+          invariant: 'ptp-interface',
+          subject: `${lease.workflowId}/${attachment.containerId}`,
+          detail: `${lease.workflowId} is ${lease.phase} but ${attachment.ifName} in ${attachment.netns} carries ${carried.join() || 'nothing'}`,
+          workflows: [lease.workflowId],
+        });
+    }
+  }
+  return findings;
+}
+
+function leaked(leases: LeaseView[], pods: Set<string>): Finding[] {
+  return leases
+    .filter((l) => holding(l) && !pods.has(l.start.podUid))
+    .map((l) => ({
+      invariant: 'leaked' as const,
+      subject: l.workflowId,
+      detail: `${l.workflowId} (${l.phase}) holds ${l.addresses.map((a) => a.address).join()} for pod ${l.start.podUid}, which does not exist`,
+      workflows: [l.workflowId],
+    }));
+}
+
+async function failedWorkflows(client: Client, taskQueue: string): Promise<Finding[]> {
+  const query = `TaskQueue = '${taskQueue}' AND ExecutionStatus IN ('Failed', 'Terminated', 'TimedOut')`;
+  const findings: Finding[] = [];
+  for await (const execution of client.workflow.list({ query }))
+    findings.push({
+      invariant: 'workflow-failed',
+      subject: `${execution.workflowId}@${execution.runId}`,
+      detail: `${execution.workflowId} ${execution.status.name}`,
+      workflows: [execution.workflowId],
+    });
+  return findings;
+}

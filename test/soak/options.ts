@@ -1,0 +1,56 @@
+// What a soak run is asked to do (`npm run soak -- --seed 7 --lifecycles 10000 ...`).
+import { z } from 'zod';
+
+export const FAULT_KINDS = [
+  'kill-control',
+  'kill-agent',
+  'kill-agent-mid-activation',
+  'restart-temporal',
+  'restart-kube',
+  'temporal-unreachable',
+  'node-replaced',
+  'node-deleted',
+  'damage-agent-files',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export const SoakOptionsSchema = z
+  .object({
+    seed: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(() => Math.floor(Math.random() * 2 ** 31)),
+    /** Lifecycles to complete; the run also ends at `minutes`. */
+    lifecycles: z.coerce.number().int().min(1).default(300),
+    nodes: z.coerce.number().int().min(2).max(16).default(4),
+    minutes: z.coerce.number().positive().default(3),
+    /** Pods in flight at once. */
+    inFlight: z.coerce.number().int().min(1).max(64).default(12),
+    /** Seconds between faults (each at a random moment in such a window). */
+    faultEverySeconds: z.coerce.number().positive().default(8),
+    faults: z
+      .union([z.string(), z.array(z.enum(FAULT_KINDS))])
+      .transform((v) => (typeof v === 'string' ? (v === 'none' ? [] : v.split(',')) : v))
+      .pipe(z.array(z.enum(FAULT_KINDS)))
+      .default([...FAULT_KINDS]),
+    /** Where the stack keeps its state and logs (kept after a failed run). */
+    dir: z.string().optional(),
+  })
+  .strict();
+export type SoakOptions = z.infer<typeof SoakOptionsSchema>;
+
+/** `--name value` / `--name=value` pairs into an object; a flag without a value is an error. */
+export function parseArgs(argv: string[]): Record<string, string> {
+  const parsed: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    const match = /^--([a-zA-Z-]+)(?:=(.*))?$/.exec(arg);
+    if (!match?.[1]) throw new Error(`unexpected argument "${arg}" (flags are --name value)`);
+    const name = match[1].replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+    const value = match[2] ?? argv[++i];
+    if (value === undefined) throw new Error(`--${match[1]} needs a value`);
+    parsed[name] = value;
+  }
+  return parsed;
+}
