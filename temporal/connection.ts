@@ -53,6 +53,16 @@ export function tlsConfig(settings: TemporalConnection): TLSConfig | undefined {
 }
 
 /**
+ * grpc-js waits up to two minutes between reconnection attempts (1 s × 1.6ⁿ): a few seconds of
+ * Temporal outage left the soak's control worker unable to release leases for 90 s afterwards.
+ * A CNI call waits seconds at most, so the channel tries again at least every 5 s (±20% jitter).
+ */
+const RECONNECT_BACKOFF = {
+  'grpc.initial_reconnect_backoff_ms': 1000,
+  'grpc.max_reconnect_backoff_ms': 5000,
+};
+
+/**
  * A client-side Connection (grpc-js), e.g. for the health service. It retries as the client does
  * by default, but a retry must never run on a closed channel: grpc-js throws from the retry's
  * timer ("Channel has been shut down"), an uncaught exception that ends the process (seen as
@@ -69,6 +79,7 @@ export async function connectConnection(
   const connection = await Connection.connect({
     address: settings.address,
     tls: tlsConfig(settings),
+    channelArgs: RECONNECT_BACKOFF,
     ...(options.connectTimeoutMs ? { connectTimeout: options.connectTimeoutMs } : {}),
     interceptors: [
       makeGrpcRetryInterceptor({

@@ -10,6 +10,8 @@ export interface TcpProxy {
   /** Still listening, but every connection is closed at once and counted in `refused`. */
   refuse(): void;
   readonly refused: number;
+  /** When each refused connection came (epoch ms): how often a client tries again. */
+  readonly refusedAt: readonly number[];
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -20,7 +22,7 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let refusing = false;
-  let refused = 0;
+  const refusedAt: number[] = [];
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -35,7 +37,7 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
       if (server) return resolve(); // not cut
       server = createServer((client) => {
         if (refusing) {
-          refused++;
+          refusedAt.push(Date.now());
           return client.destroy();
         }
         const upstream = connect(Number(port), host);
@@ -62,8 +64,9 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
     cut,
     refuse,
     get refused() {
-      return refused;
+      return refusedAt.length;
     },
+    refusedAt,
     restore,
     close: cut,
   };
