@@ -1,6 +1,6 @@
 // How the benchmark summarises latencies and CPU, and the table it prints.
 import type { PhaseResult } from './phases';
-import { totalMs } from './proc';
+import { totalMs, type CpuSample } from './proc';
 
 export const percentile = (values: number[], p: number): number =>
   [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) * p)] ?? NaN;
@@ -65,4 +65,79 @@ export function targetLines(targets: Target[]): string[] {
     if (t.value === undefined || Number.isNaN(t.value)) return `  -  ${t.what} ${t.limit}: not measured`;
     return `  ${t.ok(t.value) ? 'met' : 'MISSED'}  ${t.what} ${t.limit}: ${ms(t.value)}`;
   });
+}
+
+/** The Kubernetes API, whose share of the pod operations every lifecycle row is charged. */
+export const API_PROCESSES = ['apiserver', 'etcd'];
+
+/** What a lifecycle row's figures are made of (test/bench/lifecycle). */
+export interface Lifecycles {
+  label: string;
+  lifecycles: number;
+  /** From the first pod created to the last release. */
+  seconds: number;
+  /** CPU ms of every stack process and the executables over the window. */
+  cpu: CpuSample;
+  /** The names in `cpu` the row is charged. */
+  charged: string[];
+  /** ms from pod created to pod removed, per lifecycle. */
+  latencies: number[];
+  /** ADDs made before the plugin was ready (netlease: no offer held for the pod yet). */
+  unready: number;
+  /** Lifecycles whose release was not seen by the deadline. */
+  unreleased: number;
+}
+
+/** The lifecycle rows and the stack's idle CPU, ms per second per process, measured before them. */
+export interface LifecycleRows {
+  rows: Lifecycles[];
+  idle: CpuSample;
+}
+
+/** Two rounds of one row, summed. */
+export function mergedLifecycles(a: Lifecycles, b: Lifecycles): Lifecycles {
+  const cpu = { ...a.cpu };
+  for (const [name, ms] of Object.entries(b.cpu)) cpu[name] = (cpu[name] ?? 0) + ms;
+  return {
+    ...a,
+    lifecycles: a.lifecycles + b.lifecycles,
+    seconds: a.seconds + b.seconds,
+    cpu,
+    latencies: [...a.latencies, ...b.latencies],
+    unready: a.unready + b.unready,
+    unreleased: a.unreleased + b.unreleased,
+  };
+}
+
+const perLifecycle = (r: Lifecycles, names: string[]): number =>
+  names.reduce((t, name) => t + (r.cpu[name] ?? 0), 0) / r.lifecycles;
+
+/** CPU ms per lifecycle over the processes the row is charged. */
+export const cpuPerLifecycle = (r: Lifecycles): number => perLifecycle(r, r.charged);
+
+/** The Kubernetes API's share (apiserver + etcd) of a lifecycle. */
+export const apiPerLifecycle = (r: Lifecycles): number => perLifecycle(r, API_PROCESSES);
+
+export const lifecyclesPerSecond = (r: Lifecycles): number => r.lifecycles / r.seconds;
+
+/** Where a lifecycle row's CPU went, ms per lifecycle: charged processes, then the others seen. */
+export function lifecycleBreakdown(r: Lifecycles): string {
+  const each = (names: string[]) => names.map((name) => `${name} ${ms(perLifecycle(r, [name]))}`).join(', ');
+  const others = Object.keys(r.cpu).filter((name) => !r.charged.includes(name));
+  const notCharged = others.length ? `; not charged: ${each(others)}` : '';
+  return `${r.label}: ${each(r.charged)}${notCharged}`;
+}
+
+export function lifecycleTable(rows: Lifecycles[], lanes: number): string {
+  const head = `| plugin | lifecycles/s @${lanes} | CPU ms per lifecycle | of which API | lifecycle p50 / p95 / p99 ms (n) |`;
+  const lines = rows.map((r) =>
+    [
+      r.label,
+      lifecyclesPerSecond(r).toFixed(1),
+      ms(cpuPerLifecycle(r)),
+      ms(apiPerLifecycle(r)),
+      p50p95p99(r.latencies),
+    ].join(' | '),
+  );
+  return [head, '|---|---|---|---|---|', ...lines.map((l) => `| ${l} |`)].join('\n');
 }

@@ -6,10 +6,13 @@ import {
   addsPerSecond,
   cpuBreakdown,
   cpuPerPair,
+  lifecycleBreakdown,
+  lifecycleTable,
   ms,
   percentile,
   table,
   targetLines,
+  type LifecycleRows,
   type Row,
   type Target,
 } from './figures';
@@ -17,6 +20,8 @@ import {
 export interface Measured {
   /** A row per plugin and mode, ptp last. */
   rows: Row[];
+  /** A whole-pod-lifecycle row per plugin, and the stack's idle CPU. */
+  lives: LifecycleRows;
   /** Why there is no pre-produced row. */
   missing?: string;
   hops: string[];
@@ -91,11 +96,33 @@ function workflowCache(): string {
   return `the SDK caches up to ${leases} workflows by default (heap limit ${heapMiB.toFixed(0)} MiB)`;
 }
 
+/** The whole-pod-lifecycle rows, where their CPU went, and any lifecycle that did not go as a cluster's. */
+export function lifecycleReport({ rows: lives, idle }: LifecycleRows, lanes: number): string {
+  const idleLine = Object.entries(idle)
+    .map(([name, perSecond]) => `${name} ${ms(perSecond)}`)
+    .join(', ');
+  const odd = lives.flatMap((r) => [
+    r.unready ? `  ${r.label}: ${r.unready} ADDs before the agent held the pod's offer` : '',
+    r.unreleased ? `  ${r.label}: ${r.unreleased} lifecycles not Released by the deadline` : '',
+  ]);
+  return [
+    `Whole pod lifecycle (created + bound, ADD, Running, deleted, DEL, removed, released), ${lanes} in flight:`,
+    lifecycleTable(lives, lanes),
+    "CPU ms per lifecycle by process (charged: the executables, the plugin's processes, the Kubernetes API):",
+    ...lives.map((r) => `  ${lifecycleBreakdown(r)}`),
+    `  idle, CPU ms per second (in every row's window, charged with its process): ${idleLine}`,
+    ...odd,
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
+}
+
 export function report(m: Measured): string {
   const { rows } = m;
   const cold = rows.find((r) => r.label === 'netlease cold');
   return [
     table(rows, m.lanes),
+    lifecycleReport(m.lives, m.lanes),
     m.missing ? `pre-produced: not available (${m.missing})` : '',
     'CPU ms per ADD+DEL by process (executables: the plugin binaries / shims this process ran):',
     ...rows.map((r) => `  ${cpuBreakdown(r)}`),

@@ -1,6 +1,7 @@
 // `npm run bench`: host-local, whereabouts and netlease measured in one run, their phases
 // interleaved, each through its real executable. Prints one table and the targets; asserts nothing.
 // NETLEASE_BENCH_UNTUNED=1 runs the Temporal dev server without the tuning flags (for before/after).
+// NETLEASE_BENCH_ONLY=lifecycle runs only the whole-pod-lifecycle rows (after the warm-up).
 import { mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,8 +10,10 @@ import { TemporalConnectionSchema } from '../../domain/config';
 import { connectClient } from '../../temporal/connection';
 import { ensureProgram, PROGRAMS } from '../../tools/programs';
 import { deleteAllNetns, makeNetns } from '../harness/netns';
-import { report, type Measured } from './report';
-import type { Row } from './figures';
+import { lifecycleReport, report, type Measured } from './report';
+import { mergedLifecycles, type LifecycleRows, type Lifecycles, type Row } from './figures';
+import { idleCpuPerSecond, lifecycles, netleaseDriver, peerDriver } from './lifecycle';
+import { podOps } from './pod-ops';
 import { emptyResult, inFlight, merged, sequential } from './phases';
 import {
   hostLocal,
@@ -41,6 +44,12 @@ const PTP_PODS = scaled(30);
 const OPEN_LEASES = scaled(2000);
 /** Opening stops after this long; the RSS at OPEN_LEASES is then extrapolated. */
 const OPEN_BUDGET_MS = 120_000;
+/** NETLEASE_BENCH_LIFECYCLES: whole pod lifecycles per plugin, over LIFE_ROUNDS interleaved rounds. */
+const LIFECYCLES = scaled(Number(process.env.NETLEASE_BENCH_LIFECYCLES ?? 120) || 120);
+const LIFE_ROUNDS = 2;
+/** The peers' pods are bound here: no netlease agent watches it, so none pre-produces for them. */
+const PEER_NODE = 'bench-node-peers';
+const ONLY_LIFECYCLE = process.env.NETLEASE_BENCH_ONLY === 'lifecycle';
 const PRE_PRODUCED = SEQ_ROUNDS * SEQ_PER_ROUND + BUSY_ROUNDS * BUSY_PER_ROUND + 1;
 
 const say = (line: string) => console.log(`bench: ${line}`);
@@ -67,6 +76,30 @@ async function interleaved(plugins: Plugin[]): Promise<Row[]> {
     }
   }
   return rows;
+}
+
+/** Whole pod lifecycles, round by round, a row per plugin: the peers', then netlease's. */
+async function lifecycleRows(stack: BenchStack, client: Client, peers: Plugin[]): Promise<LifecycleRows> {
+  await stack.clients.core.createNode({ body: { metadata: { name: PEER_NODE } } });
+  say('idle CPU of the stack, 5 s');
+  const idle = await idleCpuPerSecond(stack.pids(), 5000);
+  const netlease = { ...netleaseCold(stack), label: 'netlease' };
+  const drivers = [
+    ...peers.map((p) => peerDriver(p, PEER_NODE)),
+    netleaseDriver(stack, netlease, client, NODE),
+  ];
+  const rows = new Map<number, Lifecycles>();
+  const shape = { count: Math.ceil(LIFECYCLES / LIFE_ROUNDS), lanes: LANES, budgetMs: BUSY_BUDGET_MS };
+  for (let round = 1; round <= LIFE_ROUNDS; round++) {
+    say(`whole pod lifecycles, ${LANES} in flight, round ${round}/${LIFE_ROUNDS}`);
+    const ops = await podOps(stack.clients, `bench-life-${round}`);
+    for (const [i, driver] of drivers.entries()) {
+      const result = await lifecycles(driver, ops, stack.pids(), shape);
+      const sum = rows.get(i);
+      rows.set(i, sum ? mergedLifecycles(sum, result) : result);
+    }
+  }
+  return { rows: [...rows.values()], idle };
 }
 
 /** Pods whose leases the agent produced, or why there are none. */
@@ -101,6 +134,7 @@ async function measure(stack: BenchStack, client: Client, root: boolean): Promis
   const pre = typeof prepared === 'string' ? undefined : netleasePreProduced(stack, prepared);
   const plugins = pre ? [...peers.slice(0, 2), pre, cold] : peers;
   const rows = await interleaved(plugins);
+  const lives = await lifecycleRows(stack, client, peers.slice(0, 2));
   say(root ? `ptp: ${PTP_PODS} pods, sequential` : 'ptp: skipped (not root: no network namespaces)');
   const ptps = root ? await ptpRows(stack, client) : [];
   for (const ptp of ptps) rows.push({ label: ptp.label, seq: await sequential(ptp, PTP_PODS) });
@@ -113,7 +147,14 @@ async function measure(stack: BenchStack, client: Client, root: boolean): Promis
   say(`opening ${OPEN_LEASES} leases (cold ADDs, no DEL) for the control worker's memory per lease`);
   const open = await openLeases(cold, pids.control, OPEN_LEASES, LANES, OPEN_BUDGET_MS);
   const missing = typeof prepared === 'string' ? prepared : undefined;
-  return { rows, missing, hops, shimVersion, shimFromGo, rss, open, lanes: LANES };
+  return { rows, lives, missing, hops, shimVersion, shimFromGo, rss, open, lanes: LANES };
+}
+
+async function onlyLifecycles(stack: BenchStack, client: Client): Promise<string> {
+  const peers = [hostLocal(stack.dir), whereabouts(stack)];
+  say('warming up (3 ADD+DEL each, not counted)');
+  await warmUp([...peers, netleaseCold(stack)]);
+  return lifecycleReport(await lifecycleRows(stack, client, peers), LANES);
 }
 
 async function main(): Promise<void> {
@@ -130,7 +171,9 @@ async function main(): Promise<void> {
     const host = root ? await makeNetns('bench-host') : undefined;
     stack = await startStack(dir, host?.name, tuned);
     client = await connectClient(TemporalConnectionSchema.parse({ address: stack.temporal.address }));
-    console.log(report(await measure(stack, client, root)));
+    console.log(
+      ONLY_LIFECYCLE ? await onlyLifecycles(stack, client) : report(await measure(stack, client, root)),
+    );
     say(`load at the end ${loadavg()[0]?.toFixed(1)}`);
     ok = true;
   } finally {

@@ -21,7 +21,8 @@ import { isGoneError, isUpdateRefusal } from '../../temporal/workflow-gone';
 import type { OfferAnswers } from '../../cni/commands';
 import { confirmAnswerUpdate } from '../../workflows/lease-messages';
 
-const fileOf = (leaseId: string) => `${encodeURIComponent(leaseId)}.json`;
+/** The file of a lease's offer in the agent's offer directory (the bench waits on it too). */
+export const offerFileOf = (leaseId: string): string => `${encodeURIComponent(leaseId)}.json`;
 
 /** `pending` settled, or `until`'s reason once it fires first (its listener goes with the signal). */
 async function settledOrAborted(pending: Promise<unknown> | undefined, until?: AbortSignal): Promise<void> {
@@ -205,8 +206,8 @@ export class OfferBook implements OfferAnswers {
       .catch(() => undefined)
       .then(() =>
         offer
-          ? writeDurably(dir, fileOf(leaseId), JSON.stringify(offer))
-          : removeDurably(dir, fileOf(leaseId)),
+          ? writeDurably(dir, offerFileOf(leaseId), JSON.stringify(offer))
+          : removeDurably(dir, offerFileOf(leaseId)),
       );
     this.writes.set(leaseId, write);
     void write

@@ -1,0 +1,130 @@
+// One pod's whole life as a cluster lives it, `lanes` pods in flight, per plugin: created and bound
+// (netlease's agent pre-produces its lease then), ADD, Running, deleted, DEL, removed; the window
+// closes once every pod's addresses are free again (netlease: every lease Released, its addresses
+// back with the node), so the produce and release work a pre-produced ADD+DEL leaves out is in it.
+// CPU is read from every stack process; a row is charged its plugin's processes, its executables
+// and the Kubernetes API (apiserver + etcd), which every plugin's pods use.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
+import { leaseWorkflowId } from '../../domain/ids';
+import { waitFor } from '../../tools/processes';
+import { offerFileOf } from '../../worker/agent/offers';
+import { lanesUntil } from './phases';
+import { type BenchPod, type Plugin } from './plugins';
+import type { PodOps } from './pod-ops';
+import { cpuSpent, sampleCpu, type CpuSample } from './proc';
+import { API_PROCESSES, type Lifecycles } from './figures';
+import type { BenchStack } from './stack';
+
+export interface LifecycleDriver {
+  /** Its CNI calls; its `involved` processes are charged to the row. */
+  plugin: Plugin;
+  /** The node its pods are bound to (netlease's: the agent's; the peers': one no agent watches). */
+  node: string;
+  /** What the runtime's sandbox set-up overlaps before the ADD; false: not ready by its deadline. */
+  beforeAdd(pod: BenchPod): Promise<boolean>;
+  /** After the last lifecycle, until what the pods held is free; how many are not by its deadline. */
+  released(pods: BenchPod[], namespace: string): Promise<number>;
+}
+
+const freeAfterDel = async () => 0;
+
+/** host-local and whereabouts: their DEL frees the address (a file, an IPPool entry). */
+export const peerDriver = (plugin: Plugin, node: string): LifecycleDriver => ({
+  plugin,
+  node,
+  beforeAdd: async () => true,
+  released: freeAfterDel,
+});
+
+const OFFER_DEADLINE_MS = 10_000;
+const RELEASE_DEADLINE_MS = 120_000;
+
+/** netlease's shim and agent; the ADD waits (bounded) for the agent to hold the pod's offer. */
+export function netleaseDriver(
+  stack: BenchStack,
+  plugin: Plugin,
+  client: Client,
+  node: string,
+): LifecycleDriver {
+  const offerOf = (pod: BenchPod) => join(stack.offerDir, offerFileOf(leaseWorkflowId(pod.uid, 'eth0')));
+  const leases = (namespace: string, more: string) =>
+    `WorkflowType = 'leaseWorkflow' AND PodRef STARTS_WITH '${namespace}/' AND ${more}`;
+  const count = async (query: string) => (await client.workflow.count(query)).count;
+  return {
+    plugin,
+    node,
+    // An agent that pre-produces nothing holds no offer: its ADDs go cold, and are counted.
+    beforeAdd: async (pod) =>
+      !stack.preProduceMissing && waitFor(() => existsSync(offerOf(pod)), OFFER_DEADLINE_MS, 5),
+    async released(pods, namespace) {
+      const open = leases(namespace, "ExecutionStatus = 'Running'");
+      await waitFor(async () => (await count(open)) === 0, RELEASE_DEADLINE_MS, 200);
+      return pods.length - (await count(leases(namespace, "LeasePhase = 'Released'")));
+    },
+  };
+}
+
+/** The charged names: the executables, the plugin's own processes and the API. */
+const chargedOf = (plugin: Plugin): string[] => [
+  ...new Set(['executables', ...Object.keys(plugin.involved), ...API_PROCESSES]),
+];
+
+/**
+ * `count` lifecycles of `driver`'s pods in `ops`' namespace, `lanes` in flight, until done or none
+ * starts after `budgetMs`; CPU of every process in `all`.
+ */
+export async function lifecycles(
+  driver: LifecycleDriver,
+  ops: PodOps,
+  all: Record<string, number>,
+  shape: { count: number; lanes: number; budgetMs: number },
+): Promise<Lifecycles> {
+  const { plugin, node } = driver;
+  const pods: BenchPod[] = [];
+  const latencies: number[] = [];
+  let unready = 0;
+  const one = async () => {
+    const started = performance.now();
+    const pod = await ops.createBound(node);
+    if (!(await driver.beforeAdd(pod))) unready++;
+    await plugin.call('ADD', pod);
+    await ops.markRunning(pod);
+    await ops.deleteGracefully(pod);
+    await plugin.call('DEL', pod);
+    await ops.remove(pod);
+    latencies.push(performance.now() - started);
+    pods.push(pod);
+  };
+  const before = sampleCpu(all);
+  const started = performance.now();
+  await lanesUntil(shape.count, shape.lanes, shape.budgetMs, one);
+  const unreleased = await driver.released(pods, ops.namespace);
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = cpuSpent(before, sampleCpu(all));
+  const charged = chargedOf(plugin);
+  return {
+    label: plugin.label,
+    lifecycles: pods.length,
+    seconds,
+    cpu,
+    charged,
+    latencies,
+    unready,
+    unreleased,
+  };
+}
+
+/**
+ * CPU ms per second each process spends with no pod coming or going (watches, pollers, timers): a
+ * row's window is charged it too, so a slower row carries more of it.
+ */
+export async function idleCpuPerSecond(pids: Record<string, number>, windowMs: number): Promise<CpuSample> {
+  const before = sampleCpu(pids);
+  await sleep(windowMs); // the measured interval itself, not a wait for anything
+  const spent = Object.entries(cpuSpent(before, sampleCpu(pids))).filter(([name]) => name !== 'executables');
+  return Object.fromEntries(spent.map(([name, ms]) => [name, (ms * 1000) / windowMs]));
+}
