@@ -43,6 +43,10 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
         const upstream = connect(Number(port), host);
         track(client);
         track(upstream);
+        // One side gone (the server restarted, refused): the other is closed too, as a load
+        // balancer does; a client left connected to nothing would wait for its handshake forever.
+        upstream.on('close', () => client.destroy());
+        client.on('close', () => upstream.destroy());
         client.pipe(upstream).pipe(client);
       });
       server.once('error', reject);
