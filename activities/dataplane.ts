@@ -1,4 +1,5 @@
 // The node agent's activities: activate and deactivate one attachment in ptp mode; end an offer.
+import { asyncLocalStorage } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { DataplaneFailure, type AttachmentInput, type DataplaneActivities } from '../domain/dataplane';
 import { isInterfaceName, type ActivatedLinks } from '../domain/lease';
@@ -37,6 +38,13 @@ function validate(input: AttachmentInput): void {
   }
 }
 
+/**
+ * A heartbeat per activation step: an agent that dies mid-activation is noticed within the
+ * heartbeat timeout (workflows/dataplane), not the attempt's. The agent's offers also activate
+ * through this function outside any activity: there is nobody to beat to.
+ */
+const beat = (step: string): void => asyncLocalStorage.getStore()?.heartbeat(step);
+
 /** Runs both to the end (no process left running behind a failed attempt), then throws the first failure. */
 async function both(a: Promise<void>, b: Promise<void>): Promise<void> {
   const failed = (await Promise.allSettled([a, b])).find((r) => r.status === 'rejected');
@@ -52,14 +60,17 @@ export function createDataplaneActivities({
       validate(input);
       const { containerId, netns, ifName } = input.attachment;
       await requireNetns(netns);
+      beat('netns');
       const names = attachmentLinkNames(containerId, ifName);
       await ensureVethPair(hostNetns, netns, ifName, names);
+      beat('veth-created');
       await pauseAfter('veth-created');
       // The two ends are in different namespaces: configured side by side.
       await both(
         configurePodEnd(netns, ifName, input.addresses, input.routes),
         configureHostEnd(hostNetns, names.hostName, input.addresses),
       );
+      beat('configured');
       await ensureForwarding([...new Set(input.addresses.map((a) => a.family))]);
       return {
         host: { name: names.hostName, mac: names.hostMac },

@@ -30,6 +30,8 @@ const input = (start: LeaseStart, attachment: Attachment, addresses: AddressGran
   routes: routesFor(addresses, attachment.routes),
 });
 
+const ACTIVATION_HEARTBEAT_SECONDS = 15;
+
 /**
  * One activation with its whole retry budget. Schedule-to-close bounds it, so a dead node parks
  * the lease instead of holding it; the `retry` signal starts a fresh budget.
@@ -44,6 +46,9 @@ export async function activateOnNode(
   const { activateAttachment } = proxyActivities<DataplaneActivities>({
     taskQueue: nodeTaskQueue(start.nodeName),
     startToCloseTimeout: `${policy.attemptTimeoutSeconds} seconds`,
+    // The attempt beats per step: a dead agent costs this, not the attempt timeout (the soak saw
+    // a lease hold a deleted pod's addresses for 60 s behind an agent killed mid-activation).
+    heartbeatTimeout: `${Math.min(policy.attemptTimeoutSeconds, ACTIVATION_HEARTBEAT_SECONDS)} seconds`,
     scheduleToCloseTimeout: `${activationBudgetSeconds(policy)} seconds`,
     retry: {
       initialInterval: `${policy.initialIntervalSeconds} seconds`,

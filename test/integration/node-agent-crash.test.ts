@@ -29,6 +29,10 @@ const ctx = withControlWorker('crash', () => ({
     attemptTimeoutSeconds: 3,
   },
 }));
+// The default policy (a 60-s attempt timeout): a killed agent is noticed by the activation's
+// heartbeat timeout (15 s) instead; the soak saw a release wait a minute behind such an attempt.
+const heartbeatNode = uniqueName('node-hb');
+const defaults = withControlWorker('crash-hb');
 let host: TestNetns;
 let crashing: NodeAgentProcess | undefined;
 let restarted: RunningNodeAgent | undefined;
@@ -39,8 +43,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await crashing?.stop();
   await restarted?.stop();
+  await heartbeatRestarted?.stop();
   await deleteAllNetns();
 });
+let heartbeatRestarted: RunningNodeAgent | undefined;
 
 const eth0Of = async (pod: TestNetns): Promise<Link | undefined> =>
   (await pod.links()).find((l) => l.ifname === 'eth0');
@@ -91,6 +97,36 @@ test('SIGKILL after the veth pair exists: the restarted agent finishes it, one i
   expect((await pod.links()).map((l) => l.ifname).sort()).toEqual(['eth0', 'lo']);
 });
 
+test('with the default 60-s attempt timeout, an agent killed mid-activation costs the 15-s heartbeat timeout', async () => {
+  const paused = startNodeAgentProcess(heartbeatNode, host.name, { [PAUSE_ENV]: 'veth-created' });
+  const uid = randomUUID();
+  const pod = await makeNetns('pod');
+  const adding = runShim({
+    command: 'ADD',
+    containerId: `ctr-${uid}`,
+    netns: pod.path,
+    ifName: 'eth0',
+    args: { K8S_POD_NAMESPACE: 'crash', K8S_POD_NAME: `pod-${uid.slice(0, 8)}`, K8S_POD_UID: uid },
+    // Well under the attempt timeout: only a dead attempt noticed sooner lets the ADD succeed.
+    stdin: netconf({
+      taskQueue: defaults.temporal.taskQueue,
+      nodeName: heartbeatNode,
+      extra: { mode: 'ptp', timeoutSeconds: 40 },
+    }),
+  });
+  expect(await waitFor(() => paused.output().includes('paused after veth-created'), 30_000)).toBe(true);
+  process.kill(paused.pid, 'SIGKILL');
+  await paused.exited;
+  heartbeatRestarted = await runNodeAgent(heartbeatNode, host.name);
+  const outcome = await adding;
+  expect(outcome.json).not.toHaveProperty('code');
+  const state = await defaults.temporal.client.workflow
+    .getHandle(leaseWorkflowId(uid, 'eth0'))
+    .query(leaseStateQuery);
+  expect(state.phase).toBe('Active');
+});
+
 test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(defaults.temporal, 1);
   await expectReplayed(ctx.temporal, 1);
 });

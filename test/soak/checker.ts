@@ -1,7 +1,8 @@
 // The soak's independent checker. It shares no code with the allocator: it reads Kubernetes
 // (quorum lists), Temporal (visibility, and each lease's `state` query by name, parsed with its own
 // schema) and the kernel (`ip -json`, run here), and judges what it read by the invariants alone:
-// - no address held by two live leases, and none configured in two live pods' namespaces (any sample);
+// - no address allocated twice across the node tables, held by two live leases, or configured in
+//   two live pods' namespaces (any sample);
 // - nothing lost: a pod whose ADD succeeded keeps its lease, with the addresses its runtime was
 //   told, and (ptp) its interface carrying them;
 // - every Active/Running ptp lease has its interface in the kernel with its addresses;
@@ -17,6 +18,7 @@ import { z } from 'zod';
 import type { Told } from './workload';
 
 export const INVARIANTS = [
+  'duplicate-table',
   'duplicate-lease',
   'duplicate-kernel',
   'lost',
@@ -42,6 +44,13 @@ const LeaseViewSchema = z.object({
   ),
 });
 type LeaseView = z.infer<typeof LeaseViewSchema> & { workflowId: string };
+
+const NodeTablesSchema = z.object({
+  tables: z.record(
+    z.string(),
+    z.object({ allocations: z.record(z.string(), z.object({ owner: z.string() })) }),
+  ),
+});
 
 const AddrSchema = z.array(
   z.object({
@@ -86,7 +95,14 @@ function addressesIn(netns: string): Promise<Map<string, string[]> | undefined> 
   });
 }
 
-const holding = (lease: LeaseView) => lease.phase !== 'Released' && lease.addresses.length > 0;
+/**
+ * A lease holds its addresses until it begins to release them: a Releasing lease's interfaces are
+ * gone and its addresses may already be back in the node's table (its returnAddresses attempt
+ * went through, the answer was lost with a killed worker) and handed to another pod. The tables
+ * are checked for that on their own (duplicate-table).
+ */
+const holding = (lease: LeaseView) =>
+  !['Releasing', 'Released'].includes(lease.phase) && lease.addresses.length > 0;
 const sameSet = (a: string[], b: string[]) => [...a].sort().join() === [...b].sort().join();
 const leaseOf = (podUid: string) => `lease/${podUid}/eth0`;
 
@@ -95,6 +111,8 @@ export interface CheckerSources {
   core: CoreV1Api;
   namespace: string;
   taskQueue: string;
+  /** The nodes whose tables (`node/<name>` workflows) are read. */
+  nodes: () => string[];
   /** The runtime's side: pods told addresses, and their sandbox namespaces. */
   ledger: ReadonlyMap<string, Told>;
   sandboxes: ReadonlyMap<string, string>;
@@ -175,7 +193,9 @@ export class Checker {
     const leases = await this.openLeases(client, taskQueue);
     const kernel = new Map<string, Map<string, string[]> | undefined>();
     for (const [uid, netns] of sandboxes) kernel.set(uid, await addressesIn(netns));
+    const tables = await this.tables(client);
     const findings = [
+      ...duplicateTables(tables),
       ...duplicateLeases(leases),
       ...duplicateKernel(kernel, pods),
       ...lost(ledger, leases, kernel),
@@ -185,6 +205,26 @@ export class Checker {
     ];
     const addresses = leases.filter(holding).reduce((n, l) => n + l.addresses.length, 0);
     return { complete: true, findings, leases: leases.length, addresses };
+  }
+
+  /** Allocations in the node tables, per node (what must be none once every pod is gone). */
+  async allocations(): Promise<Map<string, number>> {
+    const tables = await this.tables(this.sources.client);
+    return new Map([...tables].map(([node, owners]) => [node, owners.size]));
+  }
+
+  /** node → address → owner lease id, from each node workflow's `state` query. */
+  private async tables(client: Client): Promise<Map<string, Map<string, string>>> {
+    const read = new Map<string, Map<string, string>>();
+    for (const node of this.sources.nodes()) {
+      const state = NodeTablesSchema.parse(await client.workflow.getHandle(`node/${node}`).query('state'));
+      const owners = new Map<string, string>();
+      for (const table of Object.values(state.tables))
+        for (const [address, allocation] of Object.entries(table.allocations))
+          owners.set(address, allocation.owner);
+      read.set(node, owners);
+    }
+    return read;
   }
 
   private async openLeases(client: Client, taskQueue: string): Promise<LeaseView[]> {
@@ -205,6 +245,21 @@ export class Checker {
     }
     return views;
   }
+}
+
+function duplicateTables(tables: Map<string, Map<string, string>>): Finding[] {
+  const where = new Map<string, string[]>();
+  for (const [node, owners] of tables)
+    for (const [address, owner] of owners)
+      where.set(address, [...(where.get(address) ?? []), `${owner} on ${node}`]);
+  return [...where]
+    .filter(([, holders]) => holders.length > 1)
+    .map(([address, holders]) => ({
+      invariant: 'duplicate-table' as const,
+      subject: address,
+      detail: `${address} allocated to ${holders.join(' and ')}`,
+      workflows: holders.map((h) => h.split(' ')[0] ?? ''),
+    }));
 }
 
 function duplicateLeases(leases: LeaseView[]): Finding[] {

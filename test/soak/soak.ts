@@ -3,7 +3,6 @@
 import { closeSync, mkdtempSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
 import { replayTaskQueue } from '../harness/replay';
 import { Checker, INVARIANTS, type Finding, type Invariant } from './checker';
 import { Faults, type FaultRecord } from './faults';
@@ -93,30 +92,21 @@ async function deleteLeftPods(stack: SoakStack, workload: Workload): Promise<voi
   }
 }
 
-const NodeTablesSchema = z.object({
-  tables: z.record(z.string(), z.object({ allocations: z.record(z.string(), z.unknown()) })),
-});
-
-/** What is still held or made once every pod is gone: allocations, open leases, host ends. */
-async function leftovers(stack: SoakStack, checker: Checker): Promise<string[]> {
-  const left: string[] = [];
+/** What is still held once every pod is gone: addresses of open leases, allocations in the tables. */
+async function leftovers(checker: Checker): Promise<string[]> {
   const sample = await checker.sample();
   if (!sample.complete) return [`unreadable: ${sample.unreadable}`];
-  if (sample.addresses) left.push(`${sample.addresses} addresses held by open leases`);
-  for (const node of stack.nodes) {
-    const handle = stack.client.workflow.getHandle(`node/${node.name}`);
-    const { tables } = NodeTablesSchema.parse(await handle.query('state'));
-    const held = Object.values(tables).reduce((n, t) => n + Object.keys(t.allocations).length, 0);
-    if (held) left.push(`${held} allocations on ${node.name}`);
-  }
+  const left = sample.addresses ? [`${sample.addresses} addresses held by open leases`] : [];
+  for (const [node, held] of await checker.allocations())
+    if (held) left.push(`${held} allocations on ${node}`);
   return left;
 }
 
-async function finalConvergence(stack: SoakStack, checker: Checker): Promise<string[]> {
+async function finalConvergence(checker: Checker): Promise<string[]> {
   const deadline = Date.now() + FINAL_DEADLINE_MS;
   let left = ['not read'];
   while (Date.now() < deadline) {
-    left = await leftovers(stack, checker).catch((err: unknown) => [`unreadable: ${String(err)}`]);
+    left = await leftovers(checker).catch((err: unknown) => [`unreadable: ${String(err)}`]);
     if (left.length === 0) return [];
     await pause(1000);
   }
@@ -138,6 +128,7 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
       core: stack.kubeClients.core,
       namespace: SOAK_NAMESPACE,
       taskQueue: stack.taskQueue,
+      nodes: () => stack.nodes.map((n) => n.name),
       ledger: workload.ledger,
       sandboxes: workload.sandboxes,
     });
@@ -164,7 +155,7 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
       `soak: workload done (${workload.stats.completed} lifecycles, ${faults.length} faults); draining`,
     );
     await deleteLeftPods(stack, workload);
-    const leftAtEnd = await finalConvergence(stack, checker);
+    const leftAtEnd = await finalConvergence(checker);
     const { replayed, errors } = await replayTaskQueue(stack.client, stack.taskQueue);
     const findings = [...checker.violations.values()].flat();
     return {
