@@ -274,14 +274,21 @@ class Lease {
     }
   }
 
-  /** activate: one run of the node-local steps with the policy's retry budget; parks when spent. */
+  /**
+   * activate: one run of the node-local steps with the policy's retry budget; parks when spent. A
+   * release interrupts it: retrying toward a sandbox that is gone (a deleted pod, a replaced node)
+   * held the addresses for the whole budget. The release then deactivates what it made, by name.
+   */
   private async activate(attachment: Attachment): Promise<void> {
     attachment.status = 'activating';
     this.enter('Activating', `configuring ${attachment.ifName} in ${attachment.netns || 'the runtime'}`);
     try {
-      attachment.links = await activateOnNode(this.start, attachment, this.state.addresses, this.policy);
+      attachment.links = await this.cancelledByRelease(() =>
+        activateOnNode(this.start, attachment, this.state.addresses, this.policy),
+      );
       this.activated(attachment);
     } catch (err) {
+      if (isCancellation(err) && this.releasing()) return;
       if (isCancellation(err)) throw err;
       this.park(attachment, err);
     }

@@ -62,7 +62,9 @@ beforeAll(async () => {
   });
   await t.worker(
     {
-      activateAttachment: async () => {
+      activateAttachment: async ({ leaseId }: { leaseId: string }) => {
+        // 'hang' leases: an activation toward a sandbox that never comes (until cancelled).
+        if (leaseId.includes('/hang')) return Context.current().cancelled as Promise<never>;
         if (!linkFixed)
           throw ApplicationFailure.retryable(
             "eth0 exists and is not netlease's",
@@ -355,6 +357,24 @@ test('cancel while parked in ActivationFailed: released like any release', async
 });
 
 // Last: every path above (offers included) is in the histories it replays.
+test('release while Activating interrupts the activation: no retry budget spent, deactivated by name, Released', async () => {
+  const start = startOf(uniqueName('hang'), 'ptp');
+  const handle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
+    workflowId: leaseWorkflowId(start.podUid, 'eth0'),
+    taskQueue: t.taskQueue,
+    args: [start],
+  });
+  const waiting = add(start).catch(failureType);
+  await phaseOf(start, 'Activating');
+  await handle.signal(releaseSignal, { reason: 'pod gone' });
+  const state = await handle.result();
+  expect(state.phase).toBe('Released');
+  expect(state.lastError).toBeUndefined(); // not parked first: the budget (2 × 5 s) was not spent
+  expect(await waiting).toBe(FailureType.activationFailed);
+  expect(deactivated).toContain(handle.workflowId);
+  expect(returned.map((r) => r.leaseId)).toContain(handle.workflowId);
+});
+
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 13);
 });
