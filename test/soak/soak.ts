@@ -1,6 +1,6 @@
 // One soak run: the stack, the workload and the faults at once, the checker sampling throughout;
 // then every pod deleted, convergence to nothing held, and every history replayed.
-import { closeSync, mkdtempSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { replayTaskQueue } from '../harness/replay';
@@ -115,6 +115,7 @@ async function finalConvergence(checker: Checker): Promise<string[]> {
 
 export async function runSoak(options: SoakOptions, progress: (line: string) => void): Promise<SoakReport> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'netlease-soak-'));
+  mkdirSync(dir, { recursive: true });
   const log = openSync(join(dir, 'soak.log'), 'a');
   const random = seeded(options.seed);
   const began = Date.now();
