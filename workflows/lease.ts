@@ -9,6 +9,7 @@ import {
   getCurrentDetails,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -69,6 +70,12 @@ const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>
   },
 });
 
+/**
+ * Marks histories in which the release signal and the deactivate update emit their commands in
+ * their own job (older ones emitted them from the main body / after a wait).
+ */
+const COMMANDS_AT_JOB = 'commands-at-job';
+
 /** The release reason of a lease whose workflow was cancelled (UI, `temporal workflow cancel`). */
 export const CANCELLED_REASON = 'cancelled: a cancellation of the lease workflow was requested';
 
@@ -83,7 +90,7 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
   }
   // A cancelled lease still gives its addresses back: release runs whatever is cancelled.
   return CancellationScope.nonCancellable(async () => {
-    await lease.release();
+    await lease.startRelease();
     await condition(allHandlersFinished);
     return lease.state;
   });
@@ -98,6 +105,7 @@ class Lease {
   private podRunning = false;
   /** The node agent holds the grant to answer an ADD itself; revoked before the addresses go back. */
   private offered = false;
+  private releaseRun: Promise<void> | undefined;
 
   constructor(private readonly start: LeaseStart) {
     this.leaseId = leaseWorkflowId(start.podUid, start.ifName);
@@ -151,6 +159,7 @@ class Lease {
     if (parsed.success) {
       this.releaseRequest ??= parsed.data;
       log.info('release signal received', { reason: this.releaseRequest.reason, phase: this.state.phase });
+      if (this.nothingInFlight() && patched(COMMANDS_AT_JOB)) void this.startRelease();
       return;
     }
     const problems = request === undefined ? 'no input' : describeIssues(parsed.error);
@@ -360,13 +369,32 @@ class Lease {
   private async deactivateSandbox(request: DeactivateRequest): Promise<boolean> {
     const attachment = this.attachmentOf(request);
     if (!attachment) return false;
-    await condition(() => attachment.status !== 'activating');
+    // Waits only for an activation in flight, so the deactivation is scheduled in the update's own job.
+    if (attachment.status === 'activating' || !patched(COMMANDS_AT_JOB))
+      await condition(() => attachment.status !== 'activating');
     this.state.attachments = this.state.attachments.filter((a) => a !== attachment);
     await this.deactivate(attachment);
     if (!this.releasing() && !this.state.attachments.some((a) => a.status === 'active')) {
       this.enter('Produced', 'sandbox deleted; address held for the pod until it is gone');
     }
     return true;
+  }
+
+  /**
+   * The release runs once. The release signal starts it in its own job when nothing is in flight:
+   * the SDK runs the jobs of one workflow task with or without running the workflow's continuations
+   * between them (the first run and a replay may differ: a signal's continuation before an update's
+   * acceptance, or after it), so commands issued from a continuation can come out in another order
+   * on replay. Commands issued in a job keep the jobs' order. A produce or an activation in flight
+   * ends first (the main body starts the release then).
+   */
+  startRelease(): Promise<void> {
+    this.releaseRun ??= CancellationScope.nonCancellable(() => this.release());
+    return this.releaseRun;
+  }
+
+  private nothingInFlight(): boolean {
+    return this.state.phase !== 'Producing' && !this.state.attachments.some((a) => a.status === 'activating');
   }
 
   /** release: deactivate on the node (skipped when the node is gone), return the addresses. */

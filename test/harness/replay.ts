@@ -1,5 +1,9 @@
-// Replays every workflow a test file ran (found by its task queue) against the current bundle.
+// Replays every workflow a test file ran (found by its task queue) against the current bundle, and
+// histories kept as files.
+import { createRequire } from 'node:module';
 import type { Client } from '@temporalio/client';
+import * as proto from '@temporalio/proto';
+import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
 import { Worker } from '@temporalio/worker';
 import { prebuiltBundle } from '../../worker/control/bundle';
 import { quietRuntime, type TestTemporal } from './temporal';
@@ -35,4 +39,32 @@ export async function expectReplayed(
   expect(errors).toEqual([]);
   expect(replayed).toBeGreaterThanOrEqual(atLeast);
   return replayed;
+}
+
+type History = proto.temporal.api.history.v1.History;
+
+/**
+ * A history as `temporal workflow show --output json` writes it (proto JSON, enum names). Not the
+ * SDK's historyFromJSON: it parses with @temporalio/common's own protobufjs copy, which rejects
+ * @temporalio/proto's types ("type must be a Type") when npm installs the two copies apart.
+ */
+export function historyFromShowJson(text: string): History {
+  const fromProto = createRequire(require.resolve('@temporalio/proto'));
+  const protojson = fromProto('protobufjs/ext/protojson') as {
+    fromJson(type: unknown, json: unknown, options: { ignoreUnknownFields: boolean }): History;
+  };
+  const root = patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown };
+  return protojson.fromJson(root.lookupType('temporal.api.history.v1.History'), JSON.parse(text), {
+    ignoreUnknownFields: true,
+  });
+}
+
+/** Replays one history against the current bundle: the error's message, or undefined. */
+export async function replayErrorOf(workflowId: string, history: History): Promise<string | undefined> {
+  quietRuntime();
+  for await (const result of Worker.runReplayHistories({ workflowBundle: prebuiltBundle() }, [
+    { workflowId, history },
+  ]))
+    return result.error?.message;
+  throw new Error(`${workflowId}: nothing was replayed`);
 }

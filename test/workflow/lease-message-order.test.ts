@@ -1,0 +1,203 @@
+// Release signals and a deactivate update carried by one workflow task (the control worker was gone
+// while they arrived: its sticky task timed out, a new worker took the task). The SDK may run the
+// workflow's continuations between the jobs of such a task or only after all of them, and the first
+// run and a replay can differ; the soak's history (fixture) is one where they did.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { consumeLease } from '../../cni/consume';
+import type { Produced } from '../../activities/addresses';
+import { ActivationPolicySchema } from '../../domain/config';
+import { nodeTaskQueue } from '../../domain/dataplane';
+import { leaseWorkflowId } from '../../domain/ids';
+import { termsOf, type LeaseStart } from '../../domain/lease';
+import { prebuiltBundle } from '../../worker/control/bundle';
+import {
+  deactivateUpdate,
+  leaseStateQuery,
+  podRunningSignal,
+  releaseSignal,
+} from '../../workflows/lease-messages';
+import { expectReplayed, historyFromShowJson, replayErrorOf } from '../harness/replay';
+import { tcpProxy } from '../harness/tcp-proxy';
+import { temporalAddress, uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const { EventType } = temporal.api.enums.v1;
+
+const node = uniqueName('wf-order-node');
+const addresses = [{ family: 4 as const, address: '198.18.0.2', prefixLength: 26, gateway: '198.18.0.1' }];
+const returned: string[] = [];
+const control = {
+  produceAddresses: async (): Promise<Produced> => ({
+    addresses,
+    activation: ActivationPolicySchema.parse({}),
+  }),
+  returnAddresses: async ({ leaseId }: { leaseId: string }) => {
+    returned.push(leaseId);
+    return [];
+  },
+};
+
+let t: WorkflowTestEnv;
+beforeAll(async () => {
+  t = await workflowTestEnv('wf-order');
+  await t.worker(
+    {
+      activateAttachment: async () => ({
+        host: { name: 'nl0', mac: '02:00:00:00:00:01' },
+        container: { name: 'eth0', mac: '02:00:00:00:00:02' },
+      }),
+      deactivateAttachment: async () => undefined,
+    },
+    nodeTaskQueue(node),
+  );
+});
+afterAll(async () => t?.close());
+
+/** Events a workflow task's commands write (those this lease can issue). */
+const COMMAND_EVENTS = new Set([
+  'MARKER_RECORDED',
+  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  'ACTIVITY_TASK_SCHEDULED',
+  'ACTIVITY_TASK_CANCEL_REQUESTED',
+  'TIMER_STARTED',
+  'TIMER_CANCELED',
+  'WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+  'WORKFLOW_EXECUTION_UPDATE_COMPLETED',
+]);
+const nameOf = (event: HistoryEvent) => String(EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
+
+/** The commands of the workflow task that accepted this update, in order. */
+function commandsOfTaskAccepting(events: HistoryEvent[], updateId: string): string[] {
+  const accepted = events.findIndex(
+    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.protocolInstanceId === updateId,
+  );
+  let first = accepted;
+  while (first > 0 && COMMAND_EVENTS.has(nameOf(events[first - 1] ?? {}))) first--;
+  let end = accepted;
+  while (end < events.length && COMMAND_EVENTS.has(nameOf(events[end] ?? {}))) end++;
+  return events.slice(first, end).map(nameOf);
+}
+
+/** The patch marker and the search attribute the SDK upserts with it (TemporalChangeVersion). */
+const patchCommands = ['MARKER_RECORDED', 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES'];
+const fixtureCommands = ['UPSERT_WORKFLOW_SEARCH_ATTRIBUTES', 'ACTIVITY_TASK_SCHEDULED'];
+const deactivateCommands = ['WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'ACTIVITY_TASK_SCHEDULED'];
+
+test('the soak history: the release ran before the update was accepted; it cannot replay (the SDK accepts first)', async () => {
+  const text = readFileSync(
+    join(__dirname, '..', '..', '..', 'test', 'fixtures', 'lease-release-and-deactivate.history.json'),
+    'utf8',
+  );
+  const history = historyFromShowJson(text);
+  const events = history.events;
+  const updateId = 'del/ctr-bd015a80d19b/eth0/16432a3b-51c0-4106-b0ee-83895ac466a0';
+  // One task carried both release signals (36, 37) and the update (sequenced after event 39).
+  expect(commandsOfTaskAccepting(events, updateId)).toEqual([...fixtureCommands, ...deactivateCommands]);
+  // Written by the code before the fix (no patch marker): a replay takes the old path, and the SDK
+  // replays the task with the update's acceptance before the signals' continuations.
+  expect(await replayErrorOf('fixture', history)).toContain(
+    'Update machine does not handle this event: HistoryEvent(id: 42, UpsertWorkflowSearchAttributes)',
+  );
+});
+
+test('release signals and a deactivate update in one task: the release comes first in every run and the history replays', async () => {
+  const start: LeaseStart = {
+    podUid: uniqueName('order'),
+    podNamespace: 'ns',
+    podName: 'p',
+    ifName: 'eth0',
+    nodeName: node,
+    pool: 'p',
+    mode: 'ptp',
+  };
+  const handle = t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
+  const sandbox = { containerId: 'ctr-1', netns: '/var/run/netns/x', ifName: 'eth0' };
+  // The first control worker talks through a proxy the test cuts: gone without telling the server,
+  // so its sticky task times out (quickly) and the next worker gets the task with everything in it.
+  const proxy = await tcpProxy(temporalAddress());
+  const connection = await NativeConnection.connect({ address: proxy.address });
+  const gone = await Worker.create({
+    connection,
+    taskQueue: t.taskQueue,
+    workflowBundle: prebuiltBundle(),
+    activities: control,
+    stickyQueueScheduleToStartTimeout: '1 second',
+  });
+  const goneRun = gone.run();
+  await consumeLease(t.env.client, t.taskQueue, start, { ...sandbox, terms: termsOf(start) });
+  await handle.signal(podRunningSignal);
+  await waitForValue(
+    () => handle.query(leaseStateQuery),
+    (s) => s.phase === 'Running',
+    15_000,
+  );
+  await proxy.cut();
+
+  const updateId = uniqueName('del');
+  const deactivated = handle.executeUpdate(deactivateUpdate, { args: [sandbox], updateId });
+  await admitted(handle.workflowId, updateId);
+  await handle.signal(releaseSignal, { reason: 'pod gone' });
+  await handle.signal(releaseSignal, { reason: 'pod gone' });
+  await waitForValue(
+    async () =>
+      ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes),
+    (timedOut) => timedOut.length === 1,
+    15_000,
+  );
+  await t.worker(control);
+  expect(await deactivated).toBe(true);
+  expect((await handle.result()).phase).toBe('Released');
+  expect(returned.filter((id) => id === handle.workflowId)).toHaveLength(1);
+
+  const events = (await handle.fetchHistory()).events ?? [];
+  const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'release');
+  const accepted = events.find(
+    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.protocolInstanceId === updateId,
+  );
+  // The task that accepted the update is the one that carried both signals…
+  expect(
+    signals.map(
+      (e) =>
+        Number(e.eventId) <
+        Number(accepted?.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequestSequencingEventId),
+    ),
+  ).toEqual([true, true]);
+  // …and its commands are the soak's order (the fixture), whichever way the SDK ran the jobs.
+  expect(commandsOfTaskAccepting(events, updateId)).toEqual([
+    ...patchCommands,
+    ...fixtureCommands,
+    ...deactivateCommands,
+  ]);
+
+  await proxy.restore();
+  gone.shutdown();
+  await goneRun;
+  await connection.close();
+  await proxy.close();
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 1);
+});
+
+/** Until the server holds the update (admitted): the next workflow task carries it. */
+async function admitted(workflowId: string, updateId: string): Promise<void> {
+  const stage = () =>
+    t.env.client.workflowService
+      .pollWorkflowExecutionUpdate({
+        namespace: t.env.namespace ?? 'default',
+        updateRef: { workflowExecution: { workflowId }, updateId },
+        waitPolicy: {
+          lifecycleStage:
+            temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage
+              .UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED,
+        },
+      })
+      .then(
+        (response) => response.stage ?? 0,
+        (err: unknown) => String(err), // not found until the server has it
+      );
+  await waitForValue(stage, (s) => typeof s === 'number' && s > 0, 15_000);
+}
