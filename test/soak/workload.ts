@@ -116,7 +116,11 @@ export class Workload {
       let again: string | undefined;
       while (this.stats.started < total && Date.now() < until) {
         this.stats.started++;
-        again = await this.lifecycle(again);
+        // A lifecycle cut by an error (its pod is deleted at the drain) fails the run, not the lane.
+        again = await this.lifecycle(again).catch((err: unknown) => {
+          this.stats.broken.push(`lifecycle failed: ${err instanceof Error ? err.message : String(err)}`);
+          return undefined;
+        });
       }
     };
     await Promise.all(Array.from({ length: inFlight }, lane));
