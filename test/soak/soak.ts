@@ -121,8 +121,12 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
   const began = Date.now();
   progress(`soak: seed ${options.seed}, ${options.nodes} nodes, state and logs in ${dir}`);
   const stack = await SoakStack.start(dir, options.nodes, log);
+  const workload = new Workload(stack, random);
+  // Ctrl-C or a kill: the stack's processes and namespaces go with the run, not after it.
+  const interrupted = () => void stack.stop(workload.sandboxes.values()).finally(() => process.exit(130));
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
-    const workload = new Workload(stack, random);
     await workload.createNamespace();
     const checker = new Checker({
       client: stack.client,
@@ -177,7 +181,9 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
       replayErrors: errors,
     };
   } finally {
-    await stack.stop();
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+    await stack.stop(workload.sandboxes.values());
     closeSync(log);
   }
 }

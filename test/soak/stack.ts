@@ -231,7 +231,9 @@ export class SoakStack {
     await agent.exited;
   }
 
-  async stop(): Promise<void> {
+  /** Every process by PID, the nodes' namespaces and the sandboxes' (`sandboxes`) removed. */
+  async stop(sandboxes: Iterable<string> = []): Promise<void> {
+    for (const netns of sandboxes) await ip(undefined, ['netns', 'del', netns]).catch(() => undefined);
     for (const node of this.nodes) {
       if (node.agent) await stopPid(node.agent.pid);
       await ip(undefined, ['netns', 'del', node.hostNetns]).catch(() => undefined);
