@@ -66,6 +66,8 @@ export interface Finding {
   detail: string;
   /** Workflow ids whose histories explain it. */
   workflows: string[];
+  /** For a duplicate: who holds the subject (lease ids, node names or pod UIDs), to confirm it. */
+  holders?: string[];
 }
 
 export interface Sample {
@@ -194,10 +196,13 @@ export class Checker {
     const kernel = new Map<string, Map<string, string[]> | undefined>();
     for (const [uid, netns] of sandboxes) kernel.set(uid, await addressesIn(netns));
     const tables = await this.tables(client);
-    const findings = [
+    const duplicates = [
       ...duplicateTables(tables),
       ...duplicateLeases(leases),
       ...duplicateKernel(kernel, pods),
+    ];
+    const findings = [
+      ...(await this.confirmed(duplicates)),
       ...lost(ledger, leases, kernel),
       ...(await ptpInterfaces(leases)),
       ...leaked(leases, pods),
@@ -205,6 +210,36 @@ export class Checker {
     ];
     const addresses = leases.filter(holding).reduce((n, l) => n + l.addresses.length, 0);
     return { complete: true, findings, leases: leases.length, addresses };
+  }
+
+  /**
+   * A sample reads its parts one after another, not at one instant: a lease read holding an
+   * address and another read holding it a second later may never have held it together (the first
+   * released it in between; seen in the long soak). A duplicate counts only when the first holder
+   * is read holding it again after the second was: holding only ever stops, so both held it when
+   * the second was read.
+   */
+  private async confirmed(duplicates: Finding[]): Promise<Finding[]> {
+    const held: Finding[] = [];
+    for (const finding of duplicates) {
+      const [first = '', second = ''] = finding.holders ?? [];
+      const holds = (holder: string) => this.holds(finding.invariant, holder, finding.subject);
+      if ((await holds(first)) && (await holds(second)) && (await holds(first))) held.push(finding);
+    }
+    return held;
+  }
+
+  /** Whether `holder` (a lease id, a node name or a pod UID) holds `address` now. */
+  private async holds(invariant: Invariant, holder: string, address: string): Promise<boolean> {
+    const { client, sandboxes } = this.sources;
+    if (invariant === 'duplicate-lease') {
+      const lease = LeaseViewSchema.parse(await client.workflow.getHandle(holder).query('state'));
+      return holding({ ...lease, workflowId: holder }) && lease.addresses.some((a) => a.address === address);
+    }
+    if (invariant === 'duplicate-table') return (await this.tableOf(client, holder)).has(address);
+    const netns = sandboxes.get(holder);
+    const links = netns ? await addressesIn(netns) : undefined;
+    return [...(links?.values() ?? [])].flat().includes(address);
   }
 
   /** Allocations in the node tables, per node (what must be none once every pod is gone). */
@@ -216,15 +251,17 @@ export class Checker {
   /** node → address → owner lease id, from each node workflow's `state` query. */
   private async tables(client: Client): Promise<Map<string, Map<string, string>>> {
     const read = new Map<string, Map<string, string>>();
-    for (const node of this.sources.nodes()) {
-      const state = NodeTablesSchema.parse(await client.workflow.getHandle(`node/${node}`).query('state'));
-      const owners = new Map<string, string>();
-      for (const table of Object.values(state.tables))
-        for (const [address, allocation] of Object.entries(table.allocations))
-          owners.set(address, allocation.owner);
-      read.set(node, owners);
-    }
+    for (const node of this.sources.nodes()) read.set(node, await this.tableOf(client, node));
     return read;
+  }
+
+  private async tableOf(client: Client, node: string): Promise<Map<string, string>> {
+    const state = NodeTablesSchema.parse(await client.workflow.getHandle(`node/${node}`).query('state'));
+    const owners = new Map<string, string>();
+    for (const table of Object.values(state.tables))
+      for (const [address, allocation] of Object.entries(table.allocations))
+        owners.set(address, allocation.owner);
+    return owners;
   }
 
   private async openLeases(client: Client, taskQueue: string): Promise<LeaseView[]> {
@@ -248,17 +285,18 @@ export class Checker {
 }
 
 function duplicateTables(tables: Map<string, Map<string, string>>): Finding[] {
-  const where = new Map<string, string[]>();
+  const where = new Map<string, Array<{ node: string; owner: string }>>();
   for (const [node, owners] of tables)
     for (const [address, owner] of owners)
-      where.set(address, [...(where.get(address) ?? []), `${owner} on ${node}`]);
+      where.set(address, [...(where.get(address) ?? []), { node, owner }]);
   return [...where]
     .filter(([, holders]) => holders.length > 1)
     .map(([address, holders]) => ({
       invariant: 'duplicate-table' as const,
       subject: address,
-      detail: `${address} allocated to ${holders.join(' and ')}`,
-      workflows: holders.map((h) => h.split(' ')[0] ?? ''),
+      detail: `${address} allocated to ${holders.map((h) => `${h.owner} on ${h.node}`).join(' and ')}`,
+      workflows: [...holders.map((h) => h.owner), ...holders.map((h) => `node/${h.node}`)],
+      holders: holders.map((h) => h.node),
     }));
 }
 
@@ -274,6 +312,7 @@ function duplicateLeases(leases: LeaseView[]): Finding[] {
       subject: address,
       detail: `${address} held by ${ids.join(' and ')}`,
       workflows: ids,
+      holders: ids,
     }));
 }
 
@@ -294,6 +333,7 @@ function duplicateKernel(
       subject: address,
       detail: `${address} configured in the namespaces of pods ${uids.join(' and ')}`,
       workflows: uids.map(leaseOf),
+      holders: uids,
     }));
 }
 
