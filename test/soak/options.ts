@@ -25,6 +25,13 @@ export const SoakOptionsSchema = z
     lifecycles: z.coerce.number().int().min(1).default(300),
     nodes: z.coerce.number().int().min(2).max(16).default(4),
     minutes: z.coerce.number().positive().default(3),
+    /**
+     * Go on past `minutes` (up to three times as long) until every fault kind was injected once:
+     * on a busy machine convergence is slower and fewer faults fit.
+     */
+    everyFault: z
+      .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
+      .default(false),
     /** Pods in flight at once. */
     inFlight: z.coerce.number().int().min(1).max(64).default(12),
     /** Seconds between faults (each at a random moment in such a window). */

@@ -12,6 +12,7 @@ test('the short soak: every fault kind, at least 300 lifecycles, no invariant vi
     seed: process.env.NETLEASE_SOAK_SEED,
     lifecycles: 100_000, // bounded by minutes
     minutes: 3,
+    everyFault: true,
     nodes: 4,
     faultEverySeconds: 3,
     inFlight: 16,

@@ -57,6 +57,7 @@ async function injectFaults(
   random: Random,
   began: number,
   running: () => boolean,
+  injected: Set<FaultKind>,
 ): Promise<FaultRecord[]> {
   const records: FaultRecord[] = [];
   const order = faultOrder(options.faults, random);
@@ -66,6 +67,7 @@ async function injectFaults(
     if (!running() || next.done) break;
     const at = Date.now() - began;
     const target = await faults.inject(next.value);
+    injected.add(next.value);
     const record: FaultRecord = { kind: next.value, target, at, recoveredAt: Date.now() - began };
     record.convergedMs = await converge(checker, CONVERGE_DEADLINE_MS);
     records.push(record);
@@ -143,6 +145,7 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
       30_000,
     );
     const sampling = sampleWhile(checker, () => running);
+    const injected = new Set<FaultKind>();
     const faulting = injectFaults(
       new Faults(stack, workload, random),
       checker,
@@ -150,8 +153,13 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
       random,
       began,
       () => running,
+      injected,
     );
-    await workload.run(options.lifecycles, options.inFlight, began + options.minutes * 60_000);
+    const end = began + options.minutes * 60_000;
+    const hardEnd = began + 3 * options.minutes * 60_000;
+    const everyKindDone = () => options.faults.every((kind) => injected.has(kind));
+    const goOn = () => Date.now() < end || (options.everyFault && !everyKindDone() && Date.now() < hardEnd);
+    await workload.run(options.lifecycles, options.inFlight, goOn);
     running = false;
     clearInterval(ticker);
     const faults = await faulting;

@@ -110,11 +110,11 @@ export class Workload {
     this.down.delete(node.name);
   }
 
-  /** Runs lifecycles, `inFlight` at once, until `total` began or `until` passed. */
-  async run(total: number, inFlight: number, until: number): Promise<void> {
+  /** Runs lifecycles, `inFlight` at once, until `total` began or `goOn` says to stop. */
+  async run(total: number, inFlight: number, goOn: () => boolean): Promise<void> {
     const lane = async () => {
       let again: string | undefined;
-      while (this.stats.started < total && Date.now() < until) {
+      while (this.stats.started < total && goOn()) {
         this.stats.started++;
         // A lifecycle cut by an error (its pod is deleted at the drain) fails the run, not the lane.
         again = await this.lifecycle(again).catch((err: unknown) => {
