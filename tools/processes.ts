@@ -29,22 +29,43 @@ export interface Finished {
   exitCode: number | null;
   stdout: string;
   stderr: string;
+  /** Killed (SIGKILL) at `timeoutMs`. */
+  timedOut?: boolean;
 }
 
-/** Runs a program to its end (stdin from `input`, empty if none), collecting its output. */
+/**
+ * Runs a program to its end (stdin from `input`, empty if none), collecting its output; with
+ * `timeoutMs`, a program still running then is killed by its PID and the result says `timedOut`.
+ */
 export function runToEnd(
   command: string,
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; input?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; input?: string | Uint8Array; timeoutMs?: number } = {},
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (exitCode) => resolve({ exitCode, stdout, stderr }));
+    // Bytes, decoded at the end: a character split between two chunks stays whole.
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let timedOut = false;
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            child.kill('SIGKILL');
+          }, options.timeoutMs);
+    child.stdout?.on('data', (d: Buffer) => stdout.push(d));
+    child.stderr?.on('data', (d: Buffer) => stderr.push(d));
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (exitCode) => {
+      clearTimeout(timer);
+      const [out, err] = [Buffer.concat(stdout).toString(), Buffer.concat(stderr).toString()];
+      resolve({ exitCode, stdout: out, stderr: err, ...(timedOut ? { timedOut } : {}) });
+    });
     // A program that exits without reading its input breaks the pipe: its exit status tells.
     child.stdin?.on('error', () => undefined);
     child.stdin?.end(options.input ?? '');

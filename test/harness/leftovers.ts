@@ -16,21 +16,32 @@ export async function expectNoLease(
   uid: string,
   ifName = 'eth0',
 ): Promise<void> {
-  const handle = temporal.client.workflow.getHandle<typeof leaseWorkflow>(leaseWorkflowId(uid, ifName));
+  expect(await leaseLeftovers(temporal, node, uid, ifName)).toEqual([]);
+}
+
+/** What a rejected call left of lease `lease/<uid>/<ifName>`: nothing, when the list is empty. */
+export async function leaseLeftovers(
+  temporal: Pick<TestTemporal, 'client' | 'taskQueue'>,
+  node: string,
+  uid: string,
+  ifName = 'eth0',
+): Promise<string[]> {
+  const leaseId = leaseWorkflowId(uid, ifName);
+  const handle = temporal.client.workflow.getHandle<typeof leaseWorkflow>(leaseId);
   const readStatus = () => unlessGone(async () => (await handle.describe()).status.name, 'absent');
   const status = await waitForValue(readStatus, (s) => s !== 'RUNNING', SETTLE_MS);
-  expect(['absent', 'COMPLETED']).toContain(status);
+  const left: string[] = [];
+  if (status !== 'absent' && status !== 'COMPLETED') left.push(`${leaseId} is ${status}`);
   if (status === 'COMPLETED') {
-    const state = await handle.result();
-    expect({ phase: state.phase, attachments: state.attachments }).toEqual({
-      phase: 'Released',
-      attachments: [],
-    });
+    const { phase, attachments } = await handle.result();
+    if (phase !== 'Released' || attachments.length)
+      left.push(`${leaseId} completed ${phase} with ${attachments.length} attachment(s)`);
   }
   const nodeState = await unlessGone(
     () => temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery),
     undefined,
   );
   const owners = Object.values(nodeState?.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.owner);
-  expect(owners).not.toContain(leaseWorkflowId(uid, ifName));
+  if (owners.includes(leaseId)) left.push(`${leaseId} holds an allocation on node ${node}`);
+  return left;
 }

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { consumeLease } from '../../cni/consume';
 import type { AddressGrant } from '../../domain/allocation';
+import type { ActivationPolicy } from '../../domain/config';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { termsOf, type LeaseStart, type LeaseState } from '../../domain/lease';
 import { unlessGone } from '../../temporal/workflow-gone';
@@ -29,6 +30,8 @@ export interface ScenarioOptions {
   reuseCooldownSeconds?: number;
   /** Pools besides the file's own (named after its task queue), e.g. a second pool an ADD names. */
   morePools?: Array<{ name: string; cidrs: string[] }>;
+  /** The activation policy (defaults otherwise), e.g. a short budget or no Stalled timer. */
+  activation?: Partial<ActivationPolicy>;
 }
 
 export class Scenario {
@@ -56,6 +59,7 @@ export class Scenario {
     return testConfig(this.temporal.taskQueue, {
       pools: [...pools, ...(this.options.morePools ?? [])],
       reuseCooldownSeconds: this.options.reuseCooldownSeconds ?? 1,
+      ...(this.options.activation ? { activation: this.options.activation } : {}),
       kubernetes: {
         kubeconfig: kubeconfigPath(),
         watch: this.options.watch ?? true,
