@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,10 @@ const (
 	defaultQueue          = "/var/lib/netlease/cni-del-queue"
 	defaultTimeoutSeconds = 30
 	maxStdin              = 16 << 20
+	// The agent reads a request of at most this much (worker/agent/cni-api.ts MAX_BODY_BYTES).
+	// Quoting lengthens stdin (a \" is sent as \\\", a newline as \u000a), so the request is
+	// measured, not stdin.
+	maxRequest = 16 << 20
 )
 
 // A call's own budget is the network config's timeoutSeconds, which the agent enforces; the shim
@@ -43,14 +48,22 @@ type settings struct {
 	AgentSocket    string
 	DeleteQueue    string
 	TimeoutSeconds float64
+	// Why the shim cannot use AgentSocket or DeleteQueue as given ("" when it can): it answers
+	// that itself (error 7), as the agent would, rather than call or queue somewhere else.
+	Problem string
 }
 
 type netConf struct {
 	CNIVersion string
 	Type       string
+	// Empty: no stdin at all. Object: the top level is a JSON object (a config at all).
+	Empty, Object bool
 	settings
 	IPAM *settings
 }
+
+// A unix socket path fits sun_path (108 bytes with the NUL); the agent's rule for both paths.
+const maxPathBytes = 107
 
 type answer struct {
 	ExitCode int
@@ -82,9 +95,20 @@ func run(in io.Reader, out io.Writer) int {
 			"expected one of ADD, DEL, CHECK, VERSION, GC, STATUS")
 	case decodeErr != nil:
 		return fail(out, version, 6, "failed to decode network configuration", decodeErr.Error())
+	case conf.Empty:
+		return fail(out, version, 6, "failed to decode network configuration", "no network configuration on stdin")
+	case !conf.Object:
+		return fail(out, version, 7, "invalid network configuration: expected a JSON object", "")
 	}
 	s := conf.effective()
+	if s.Problem != "" {
+		return fail(out, version, 7, "invalid network configuration: "+s.Problem, "")
+	}
 	request := encodeCall(os.Environ(), stdin)
+	if len(request) > maxRequest {
+		return fail(out, version, 5, "cannot pass the call to the node agent",
+			fmt.Sprintf("%d bytes once encoded; the agent reads at most %d", len(request), maxRequest))
+	}
 	got, err := ask(s, request)
 	if err == nil {
 		io.WriteString(out, got.Stdout)
@@ -98,29 +122,53 @@ func run(in io.Reader, out io.Writer) int {
 func decode(stdin []byte) (netConf, error) {
 	var conf netConf
 	if len(bytes.TrimSpace(stdin)) == 0 {
+		conf.Empty = true
 		return conf, nil
 	}
 	parsed, err := parseJSON(stdin)
 	if err != nil {
 		return conf, err
 	}
-	top, _ := parsed.(map[string]any)
+	top, isObject := parsed.(map[string]any)
+	conf.Object = isObject
 	conf.CNIVersion, _ = top["cniVersion"].(string)
 	conf.Type, _ = top["type"].(string)
-	conf.settings = settingsOf(top)
+	conf.settings = settingsOf(top, "")
 	if ipam, ok := top["ipam"].(map[string]any); ok {
-		s := settingsOf(ipam)
+		s := settingsOf(ipam, "ipam.")
 		conf.IPAM = &s
 	}
 	return conf, nil
 }
 
-func settingsOf(object map[string]any) settings {
+// settingsOf reads the shim's settings from object, whose fields are named prefix+name in errors.
+func settingsOf(object map[string]any, prefix string) settings {
 	var s settings
-	s.AgentSocket, _ = object["agentSocket"].(string)
-	s.DeleteQueue, _ = object["deleteQueue"].(string)
+	var socketProblem, queueProblem string
+	s.AgentSocket, socketProblem = pathSetting(object, prefix, "agentSocket")
+	s.DeleteQueue, queueProblem = pathSetting(object, prefix, "deleteQueue")
+	s.Problem = strings.Join(slices.DeleteFunc([]string{socketProblem, queueProblem}, func(p string) bool { return p == "" }), "; ")
 	s.TimeoutSeconds, _ = object["timeoutSeconds"].(float64)
 	return s
+}
+
+// pathSetting reads an absolute path the shim uses itself: "" when absent (the default), else
+// the path or why it cannot be used.
+func pathSetting(object map[string]any, prefix, name string) (path, problem string) {
+	value, present := object[name]
+	if !present {
+		return "", ""
+	}
+	path, ok := value.(string)
+	switch {
+	case !ok:
+		return "", prefix + name + ": expected a string"
+	case !strings.HasPrefix(path, "/"):
+		return "", prefix + name + ": must be an absolute path"
+	case len(path) > maxPathBytes:
+		return "", fmt.Sprintf("%s%s: must be at most %d bytes (a unix socket path)", prefix, name, maxPathBytes)
+	}
+	return path, ""
 }
 
 // The settings that apply: from `ipam` when netlease is a delegated IPAM plugin, with defaults.

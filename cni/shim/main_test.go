@@ -295,3 +295,66 @@ func TestAgentHangsUp(t *testing.T) {
 		t.Errorf("exit %d, %.300s", code, out)
 	}
 }
+
+// Found by fuzzing (issue 18): settings the shim uses itself, and a stdin that is no config,
+// were passed over (the default socket, a relative path): ADD got "try again later" (11) and a
+// DEL was queued in a relative directory. They are the request's mistakes: error 6 or 7 naming
+// the field, and nothing queued.
+func TestConfigsTheShimCannotUse(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil { // where a relative queue would land
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	cases := []struct {
+		stdin string
+		code  int
+		msg   string
+	}{
+		{``, 6, "failed to decode network configuration"},
+		{" \n", 6, "failed to decode network configuration"},
+		{`null`, 7, "expected a JSON object"},
+		{`[{"agentSocket":"/x.sock"}]`, 7, "expected a JSON object"},
+		{`{"type":"netlease","agentSocket":"relative.sock","deleteQueue":"queue"}`, 7, "agentSocket: must be an absolute path; deleteQueue: must be an absolute path"},
+		{`{"type":"netlease","agentSocket":5}`, 7, "agentSocket: expected a string"},
+		{`{"type":"netlease","agentSocket":null}`, 7, "agentSocket: expected a string"},
+		{`{"type":"netlease","agentSocket":"/` + strings.Repeat("s", 107) + `"}`, 7, "agentSocket: must be at most 107 bytes"},
+		{`{"type":"bridge","ipam":{"type":"netlease","deleteQueue":"relative/queue"}}`, 7, "ipam.deleteQueue: must be an absolute path"},
+	}
+	for _, c := range cases {
+		for _, command := range []string{"ADD", "DEL", "CHECK", "STATUS", "GC"} {
+			code, out := shim(t, command, c.stdin)
+			errCode, msg := cniError(t, out)
+			if code != 1 || errCode != c.code || !strings.Contains(msg, c.msg) {
+				t.Errorf("%s %q: exit %d, %s", command, c.stdin, code, out)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("written in the working directory: %v", entries)
+	}
+}
+
+// Found by fuzzing (issue 18): stdin within the shim's limit whose request is larger than the
+// agent reads (quoting doubles each \") was refused by the agent with HTTP 400: ADD got "try
+// again later" (11) and DEL was queued. The shim refuses it itself (5), and queues nothing.
+func TestCallTooLargeForTheAgent(t *testing.T) {
+	called := false
+	socket := agent(t, func(*http.Request, []byte) string {
+		called = true
+		return "HTTP/1.1 400 Bad Request\r\nContent-Length: 7\r\n\r\ntoo big"
+	})
+	queue := filepath.Join(t.TempDir(), "queue")
+	quotes := strings.Repeat(`\"`, 5<<20) // 10 MiB of stdin, 20 MiB once quoted
+	stdin := strings.Replace(conf(socket, queue), `"name":"n"`, `"name":"`+quotes+`"`, 1)
+	for _, command := range []string{"ADD", "DEL"} {
+		code, out := shim(t, command, stdin)
+		if errCode, msg := cniError(t, out); code != 1 || errCode != 5 || !strings.Contains(msg, "cannot pass the call to the node agent") {
+			t.Errorf("%s: exit %d, %.300s", command, code, out)
+		}
+	}
+	if calls := queued(t, queue); called || len(calls) != 0 {
+		t.Errorf("the agent was called (%v), %d DELs queued", called, len(calls))
+	}
+}

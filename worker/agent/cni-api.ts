@@ -23,6 +23,7 @@ import {
 import { errorMessage, shortMessage, silentLog, type Log } from '../../observability/log';
 import { drainDeletes, enqueueDelete, QueuedCallSchema, type Applied, type QueuedCall } from './delete-queue';
 
+/** The shim refuses (error 5) a call whose request would be larger (cni/shim/main.go maxRequest). */
 const MAX_BODY_BYTES = 16 << 20;
 const DRAIN_EVERY_MS = 5000;
 
