@@ -8,14 +8,14 @@ import { leaseWorkflowId } from '../domain/ids';
 import { termsOf, type Attachment, type LeaseStart, type LeaseState, type Sandbox } from '../domain/lease';
 import type { OfferRecord } from '../domain/offer';
 import { routesFor } from '../domain/routes';
-import { poolIsServed } from '../temporal/pools';
+import { poolTaskQueue } from '../temporal/pools';
 import { consumeLease } from './consume';
 import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { CniEnv } from './env';
-import { CniCode, CniError } from './errors';
+import { CniCode, CniError, quoted } from './errors';
 import { collectGarbage } from './gc';
 import { leaseStart, nodeNameOf, podUid } from './identity';
-import { SUPPORTED_VERSIONS, validAttachments, type NetConf } from './netconf';
+import { prevResultAddresses, SUPPORTED_VERSIONS, validAttachments, type NetConf } from './netconf';
 import { buildResult, convertResult } from './result';
 import { liveNodeAgents } from './status';
 import { withTemporal, type ClientSource } from './temporal';
@@ -63,7 +63,7 @@ export async function add(env: CniEnv, conf: NetConf, context: CniContext): Prom
   const grant = offered
     ? { addresses: offered.addresses, links: offered.answered?.links }
     : await run(context, conf, async (client) => {
-        await refuseUnservedPool(client, conf.settings.pool);
+        await refuseUnservedPool(client, conf.settings.pool, conf.settings.temporal.taskQueue);
         const request = { ...sandbox, terms: termsOf(start) };
         return consumeLease(client, conf.settings.temporal.taskQueue, start, request);
       });
@@ -76,14 +76,24 @@ export async function add(env: CniEnv, conf: NetConf, context: CniContext): Prom
   return convertResult(result, conf.cniVersion);
 }
 
-/** A pool the control plane does not serve is a mistake in the request: no lease is started. */
-async function refuseUnservedPool(client: Client, pool: string): Promise<void> {
-  if (await poolIsServed(client, pool)) return;
+/**
+ * A pool the control plane does not serve, or serves on another task queue (where no lease
+ * would ever run), is a mistake in the request: no lease is started.
+ */
+async function refuseUnservedPool(client: Client, pool: string, taskQueue: string): Promise<void> {
+  const served = await poolTaskQueue(client, pool);
+  if (served === taskQueue) return;
+  if (served === undefined)
+    throw new CniError(
+      CniCode.invalidNetworkConfig,
+      `pool: unknown pool "${pool}"`,
+      `no open pool/${pool} workflow: the control worker's config has no such pool, or no control ` +
+        `worker has started since it was added`,
+    );
   throw new CniError(
     CniCode.invalidNetworkConfig,
-    `pool: unknown pool "${pool}"`,
-    `no open pool/${pool} workflow: the control worker's config has no such pool, or no control ` +
-      `worker has started since it was added`,
+    `temporal.taskQueue: pool "${pool}" is served on task queue ${quoted(served)}, not ${quoted(taskQueue)}`,
+    "the control worker's temporal.taskQueue",
   );
 }
 
@@ -124,12 +134,13 @@ export async function check(env: CniEnv, conf: NetConf, context: CniContext): Pr
   if (conf.cniVersion.startsWith('0.3.')) {
     throw new CniError(CniCode.incompatibleVersion, `CHECK is not defined for CNI ${conf.cniVersion}`);
   }
+  const expected = prevResultAddresses(conf.prevResult);
   const { state, attachment } = await leaseAttachment(env, conf, context);
   if (attachment.status !== 'active') {
     throw new CniError(CniCode.checkMismatch, `attachment is ${attachment.status} (lease ${state.phase})`);
   }
   const held = new Set(state.addresses.map((a) => `${a.address}/${a.prefixLength}`));
-  const missing = prevResultAddresses(conf.prevResult).filter((address) => !held.has(address));
+  const missing = expected.filter((address) => !held.has(address));
   if (missing.length) {
     throw new CniError(
       CniCode.checkMismatch,
@@ -147,11 +158,6 @@ export async function check(env: CniEnv, conf: NetConf, context: CniContext): Pr
     if (differences.length) throw new CniError(CniCode.checkMismatch, differences.join('; '));
   }
   return undefined;
-}
-
-function prevResultAddresses(prevResult: unknown): string[] {
-  const ips = (prevResult as { ips?: Array<{ address?: unknown }> } | undefined)?.ips ?? [];
-  return ips.map((ip) => ip.address).filter((a): a is string => typeof a === 'string');
 }
 
 export async function gc(_env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
@@ -175,6 +181,9 @@ export async function status(_env: CniEnv, conf: NetConf, context: CniContext): 
       ? undefined
       : liveNodeAgents(client, namespace, nodeNameOf(conf));
   }).catch((err: unknown) => {
+    // A mistake in the configuration (a TLS file that cannot be read, an unknown namespace) is
+    // the caller's to fix and keeps its code; only Temporal not answering makes netlease unavailable.
+    if (err instanceof CniError && err.code !== CniCode.tryAgainLater) throw err;
     const cause = err instanceof Error ? err.message : String(err);
     throw new CniError(
       CniCode.pluginNotAvailable,

@@ -28,7 +28,9 @@ export const IfNameSchema = z
   .refine(
     isInterfaceName,
     'a Linux interface name: at most 15 bytes (IFNAMSIZ), no "/", ":" or spaces, not "." or ".."',
-  );
+  )
+  // Every network namespace has its loopback: an ADD of "lo" could only park (found by fuzzing).
+  .refine((name) => name !== 'lo', 'not "lo": every network namespace has one already');
 
 /** The Kubernetes keys of CNI_ARGS (CNI CONVENTIONS.md); other keys are ignored. */
 const K8S_ARGS: Record<string, z.ZodType<string>> = {

@@ -17,8 +17,11 @@ export const NetleaseSettingsSchema = z.object({
   nodeName: DnsSubdomainSchema.optional(),
   mode: DataplaneModeSchema.optional(),
   temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
-  /** Deadline for one CNI call; past it the runtime gets "try again later" (11). */
-  timeoutSeconds: z.number().positive().max(600).default(30),
+  /**
+   * Deadline for one CNI call; past it the runtime gets "try again later" (11). At least a second:
+   * a shorter one cannot hold a Temporal round trip, and would be 11 for a mistake in the config.
+   */
+  timeoutSeconds: z.number().min(1).max(600).default(30),
   /**
    * Routes returned with the addresses; default: a default route per family via the gateway.
    * At most 256, as the lease's consume validator accepts.
@@ -70,10 +73,13 @@ export function decodeJson(text: string): unknown {
   }
 }
 
-/** Only the version: VERSION and errors need it before the rest is known to be valid. */
+/**
+ * Only the version: VERSION and errors need it before the rest is known to be valid. None, or
+ * an empty one, is 1.1.0, as the shim reads it.
+ */
 export function requestedVersion(decoded: unknown): string {
   const version = (decoded as { cniVersion?: unknown } | null)?.cniVersion;
-  return typeof version === 'string' ? version : '1.1.0';
+  return typeof version === 'string' && version !== '' ? version : '1.1.0';
 }
 
 export function checkVersion(version: string): void {
@@ -120,6 +126,30 @@ export function parseNetConf(decoded: unknown): NetConf {
     prevResult: envelope.data.prevResult,
     raw: envelope.data,
   };
+}
+
+/** The part of CHECK's prevResult netlease compares: the addresses of `ips`. */
+const PrevResultSchema = z
+  .object({ ips: z.array(z.object({ address: z.string() }).passthrough()).nullish() })
+  .passthrough();
+
+/**
+ * The addresses a CHECK's prevResult holds (none without one). A prevResult of another shape is
+ * a mistake in the config, error 7 naming the field.
+ */
+export function prevResultAddresses(prevResult: unknown): string[] {
+  if (prevResult === undefined) return [];
+  const parsed = PrevResultSchema.safeParse(prevResult);
+  if (!parsed.success) {
+    const issues = describeIssues(parsed.error)
+      .split('; ')
+      .map((line) =>
+        line.startsWith('(root)') ? line.replace('(root)', 'prevResult') : `prevResult.${line}`,
+      )
+      .join('; ');
+    throw new CniError(CniCode.invalidNetworkConfig, `invalid network configuration: ${issues}`);
+  }
+  return (parsed.data.ips ?? []).map((ip) => ip.address);
 }
 
 /** The attachments GC keeps; none given (cnitool gc) keeps none. */

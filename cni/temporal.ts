@@ -1,12 +1,12 @@
 // Temporal for CNI calls: settings from the network config, a client from the caller (the node
 // agent's, worker/agent/temporal-clients), a deadline on every call, and failures translated into
 // CNI error codes.
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, NamespaceNotFoundError } from '@temporalio/common';
 import { isGrpcServiceError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
 import { FailureType } from '../domain/lease';
 import { TlsFileError } from '../temporal/connection';
-import { CniCode, CniError } from './errors';
+import { CniCode, CniError, quoted } from './errors';
 
 /** Where a CNI call gets its Temporal client: the node agent's long-lived ones. */
 export type ClientSource = (settings: TemporalConnection, connectTimeoutMs: number) => Promise<Client>;
@@ -73,6 +73,14 @@ const FAILURE_CODES: Record<string, number> = {
 
 export function toCniError(err: unknown, address: string): CniError {
   if (err instanceof CniError) return err;
+  // The server has no such namespace: asking again cannot help.
+  if (err instanceof NamespaceNotFoundError) {
+    return new CniError(
+      CniCode.invalidNetworkConfig,
+      `temporal.namespace: unknown namespace ${quoted(err.namespace)}`,
+      `Temporal at ${address} has no such namespace`,
+    );
+  }
   if (err instanceof TlsFileError) {
     return new CniError(CniCode.ioFailure, `cannot read temporal.tls.${err.field} "${err.path}"`, err.reason);
   }

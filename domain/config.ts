@@ -61,12 +61,31 @@ const filePath = z
   .refine((path) => new TextEncoder().encode(path).length < 4096, 'longer than PATH_MAX');
 /** Namespaces and task queues are short names; 255 is a quarter of Temporal's 1000-byte id limit. */
 const temporalName = z.string().min(1).max(255);
+/** The namespace travels in a gRPC header (`temporal-namespace`), which takes visible ASCII only. */
+const namespaceName = temporalName.regex(
+  /^[\x21-\x7e]+$/,
+  'visible ASCII characters only (a gRPC header value)',
+);
+
+/**
+ * host:port, the host a DNS name or IPv4 address (253) or a bracketed IPv6 address. Anything else
+ * (no port, a URL) would only fail to connect: a mistake in the config, not a server away.
+ */
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]+)$/;
+const TemporalAddress = z
+  .string()
+  .max(261)
+  .superRefine((address, ctx) => {
+    const port = HOST_PORT.exec(address)?.[3];
+    if (port === undefined) ctx.addIssue({ code: 'custom', message: 'must be host:port' });
+    else if (Number(port) < 1 || Number(port) > 65535)
+      ctx.addIssue({ code: 'custom', message: 'the port must be 1 to 65535' });
+  });
 
 export const TemporalConnectionSchema = z
   .object({
-    /** host:port, the host a DNS name (253) or a bracketed IPv6 address. */
-    address: z.string().min(1).max(261).default('127.0.0.1:7233'),
-    namespace: temporalName.default('default'),
+    address: TemporalAddress.default('127.0.0.1:7233'),
+    namespace: namespaceName.default('default'),
     taskQueue: temporalName.default('netlease-control'),
     tls: z
       .object({
@@ -175,11 +194,14 @@ export type NetleaseConfig = z.infer<typeof NetleaseConfigSchema>;
 export const DEFAULT_CNI_SOCKET = '/run/netlease/cni.sock';
 export const DEFAULT_DELETE_QUEUE = '/var/lib/netlease/cni-del-queue';
 export const DEFAULT_OFFER_DIR = '/var/lib/netlease/offers';
-/** A unix socket path fits sockaddr_un (108 bytes with its NUL). */
+/** A unix socket path fits sockaddr_un (108 bytes with its NUL), in bytes as the shim counts too. */
 export const AbsolutePath = z
   .string()
   .regex(/^\//, 'must be an absolute path')
-  .max(107, 'must be at most 107 characters (a unix socket path)');
+  .refine(
+    (path) => new TextEncoder().encode(path).length <= 107,
+    'must be at most 107 bytes (a unix socket path)',
+  );
 
 /** What a pre-produced lease is for: the same network, pool and mode as the node's CNI config. */
 export const PreProduceSchema = z

@@ -53,8 +53,18 @@ export async function runIn(netns: Netns, file: string, args: string[], input?: 
 
 export const ip = (netns: Netns, args: string[]): Promise<string> => runIn(netns, 'ip', args);
 
+/**
+ * iproute2's JSON writer escapes `"`, `\\`, \b, \f, \n, \r and \t in strings, and prints every
+ * other control character raw, which JSON refuses; the kernel takes them in interface names
+ * (CNI_IFNAME "a\u0001b" makes one). Outside strings its output has none, so each is escaped.
+ */
+// eslint-disable-next-line no-control-regex -- the raw control characters are what it finds
+const RAW_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g;
+export const parseIpJson = (out: string): unknown =>
+  JSON.parse(out.replace(RAW_CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+
 /** `ip -json <args>` parsed with `schema`; iproute2 prints nothing at all for some empty lists. */
 export async function ipJson<T>(netns: Netns, args: string[], schema: z.ZodType<T>): Promise<T[]> {
   const out = (await ip(netns, ['-json', ...args])).trim();
-  return z.array(schema).parse(out ? JSON.parse(out) : []);
+  return z.array(schema).parse(out ? parseIpJson(out) : []);
 }

@@ -2,9 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import { expectNoLease } from '../harness/leftovers';
 import { netconf } from '../harness/netconf';
-import { runShim, type ShimCall } from '../harness/shim';
+import { cniArgs, runShim, type ShimCall } from '../harness/shim';
+import { callApi } from '../fuzz/targets';
 import { expectReplayed } from '../harness/replay';
-import { uniqueName, withControlWorker } from '../harness/temporal';
+import { cniPaths, uniqueName, withControlWorker } from '../harness/temporal';
 import { freePort } from '../../tools/processes';
 
 const node = uniqueName('node');
@@ -25,6 +26,12 @@ function addCall(uid: string, overrides: Partial<ShimCall> = {}): ShimCall {
 const withConf = (extra: Record<string, unknown>): Partial<ShimCall> => ({
   stdin: { ...netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }), ...extra },
 });
+
+/** The file's Temporal settings with `change` made (found by fuzzing, issue 18). */
+const withTemporal = (change: Record<string, unknown>): Partial<ShimCall> => {
+  const conf = netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node });
+  return { stdin: { ...conf, temporal: { ...(conf.temporal as object), ...change }, timeoutSeconds: 5 } };
+};
 
 /** Each of these once reached Temporal and came back as "try again later" (11), or succeeded. */
 const hostile: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]> = [
@@ -82,6 +89,37 @@ const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]>
     7,
     /unknown pool "nope"/,
   ],
+  [
+    'a Temporal namespace with a control character (it travels in a gRPC header)',
+    () => withTemporal({ namespace: 'a\u0001b' }),
+    7,
+    /temporal\.namespace: visible ASCII/,
+  ],
+  // A lease started there would wait for a worker until the call's deadline, then stay, answered 11.
+  [
+    'a task queue the pool is not served on',
+    () => withTemporal({ taskQueue: 'nobody-polls-this' }),
+    7,
+    /^temporal\.taskQueue: pool "tq-bad-input-[0-9a-f]+" is served on task queue "tq-bad-input-[0-9a-f]+", not "nobody-polls-this"$/,
+  ],
+  [
+    'a Temporal address with no port',
+    () => withTemporal({ address: '127.0.0.1' }),
+    7,
+    /^invalid network configuration: temporal\.address: must be host:port$/,
+  ],
+  [
+    'a call budget no Temporal call fits in',
+    () => withConf({ timeoutSeconds: 1e-9 }),
+    7,
+    /^invalid network configuration: timeoutSeconds: /,
+  ],
+  [
+    'an unknown Temporal namespace',
+    () => withTemporal({ namespace: 'nope' }),
+    7,
+    /^temporal\.namespace: unknown namespace "nope"$/,
+  ],
 ];
 
 test.each(cases)('%s', async (_name, makeOverrides, code, message) => {
@@ -100,6 +138,63 @@ test.each(hostile)('%s is refused before any call to Temporal', async (_name, ma
   const dead = { temporal: { address: `127.0.0.1:${await freePort()}` }, timeoutSeconds: 2 };
   const outcome = await runShim({ ...call, stdin: { ...(call.stdin as object), ...dead } });
   expect(outcome.json).toMatchObject({ code });
+});
+
+// Found by fuzzing (issue 18): STATUS (ptp: it asks who polls the node's task queue) answered an
+// unknown namespace "not available" (50), as if Temporal were away.
+test('STATUS naming an unknown Temporal namespace is 7 naming it, not 50', async () => {
+  const { stdin } = withTemporal({ namespace: 'nope' });
+  const outcome = await runShim({ command: 'STATUS', stdin: { ...(stdin as object), mode: 'ptp' } });
+  expect(outcome.json).toMatchObject({ code: 7, msg: 'temporal.namespace: unknown namespace "nope"' });
+});
+
+// Found by fuzzing (issue 18): CHECK read prevResult.ips without looking at its shape, and
+// answered a string or a null entry with error 999 (a TypeError).
+test('CHECK with a prevResult of another shape is 7 naming it', async () => {
+  const call = addCall(randomUUID());
+  expect((await runShim(call)).exitCode).toBe(0);
+  for (const prevResult of [{ ips: 'x' }, { ips: [null] }, 5]) {
+    const outcome = await runShim({
+      ...call,
+      command: 'CHECK',
+      stdin: { ...(call.stdin as object), prevResult },
+    });
+    expect(outcome.json).toMatchObject({
+      code: 7,
+      msg: expect.stringMatching(/^invalid network configuration: prevResult/),
+    });
+  }
+  expect((await runShim({ ...call, command: 'DEL' })).exitCode).toBe(0);
+});
+
+// Found by fuzzing (issue 18): a lone surrogate (a \uD800 escape; the shim passes bytes) or a NUL
+// (a variable is a C string) in CNI_IFNAME was taken, and became another name in Temporal.
+test.each([
+  ['a lone surrogate', 'e\ud800'],
+  ['a NUL', 'e\u0000'],
+])("the agent's API refuses %s, which the shim cannot send, and starts nothing", async (_what, ifName) => {
+  const uid = randomUUID();
+  const call = addCall(uid, { ifName });
+  const env = {
+    CNI_COMMAND: 'ADD',
+    CNI_CONTAINERID: call.containerId,
+    CNI_NETNS: call.netns,
+    CNI_IFNAME: ifName,
+  };
+  const body = JSON.stringify({
+    env: { ...env, CNI_ARGS: cniArgs(call.args ?? {}) },
+    stdin: JSON.stringify(call.stdin),
+  });
+  const answer = await callApi(cniPaths(ctx.temporal.taskQueue).socket, {
+    method: 'POST',
+    path: '/cni',
+    body,
+  });
+  expect({ status: answer.status, body: answer.body }).toEqual({
+    status: 400,
+    body: expect.stringContaining('CNI_IFNAME'),
+  });
+  for (const seen of [ifName, 'e\ufffd', 'e']) await expectNoLease(ctx.temporal, node, uid, seen);
 });
 
 test('a 5 MB pool is refused at once', async () => {

@@ -100,6 +100,23 @@ test('ADD makes the veth pair with the lease addresses and routes; CHECK passes;
   expect(state.phase).toBe('Produced');
 });
 
+// Found by fuzzing (issue 18): the kernel takes control characters in interface names, and
+// iproute2 prints them raw in its JSON, which JSON.parse refused: once such a link was in a
+// namespace, every read of it failed (CHECK answered 999, activation and DEL could not look).
+test('an interface named with a control character: ADD, CHECK and DEL read it back', async () => {
+  const uid = randomUUID();
+  const pod = await makeNetns('pod');
+  const named = { ...call('ADD', uid, pod), ifName: 'a\u0001b' };
+  const added = await runShim(named);
+  expect(added.json).not.toHaveProperty('code');
+  expect((await pod.links()).map((l) => l.ifname).sort()).toEqual(['a\u0001b', 'lo']);
+  const checked = await runShim({ ...named, command: 'CHECK' });
+  expect({ exit: checked.exitCode, out: checked.stdout }).toEqual({ exit: 0, out: '' });
+  const deleted = await runShim({ ...named, command: 'DEL' });
+  expect({ exit: deleted.exitCode, out: deleted.stdout }).toEqual({ exit: 0, out: '' });
+  expect((await pod.links()).map((l) => l.ifname)).toEqual(['lo']);
+});
+
 test('two pods on one node reach each other through the ptp routes, IPv4 and IPv6', async () => {
   const a = await addPod();
   const b = await addPod();

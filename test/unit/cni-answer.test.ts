@@ -3,6 +3,7 @@
 import type { CniContext } from '../../cni/commands';
 import { SUPPORTED_VERSIONS } from '../../cni/netconf';
 import { decodeCall, handleCniCall, wireAnswer, type CniCall } from '../../cni/handle';
+import { TlsFileError } from '../../temporal/connection';
 
 /** The paths below never reach Temporal: a client asked for is a failure of the test. */
 const context: CniContext = {
@@ -50,6 +51,37 @@ test('stdin that is not JSON is error 6 in version 1.1.0; VERSION with no stdin 
   expect(await call({ env: { CNI_COMMAND: 'VERSION' }, stdin: '' })).toEqual({
     exitCode: 0,
     result: { cniVersion: '1.1.0', supportedVersions: [...SUPPORTED_VERSIONS] },
+  });
+});
+
+// Found by fuzzing (issue 18): the shim reads an empty cniVersion as 1.1.0 and answered VERSION,
+// the agent echoed "" in its errors and refused VERSION with error 1.
+test('an empty cniVersion is 1.1.0, as the shim reads it', async () => {
+  const stdin = '{"cniVersion":"","name":"n","type":"netlease"}';
+  expect(wireAnswer(await call({ env: add, stdin }))).toMatchObject({
+    exitCode: 1,
+    stdout: expect.stringMatching(/^\{"cniVersion":"1\.1\.0","code":1,/),
+  });
+  expect(await call({ env: { CNI_COMMAND: 'VERSION' }, stdin })).toEqual({
+    exitCode: 0,
+    result: { cniVersion: '1.1.0', supportedVersions: [...SUPPORTED_VERSIONS] },
+  });
+});
+
+// Found by fuzzing (issue 18): STATUS answered every failure "not available" (50), a TLS file
+// that cannot be read too; that is a mistake in the configuration, with its own code and field.
+test('STATUS: a configuration Temporal cannot be reached with keeps its code; Temporal away is 50', async () => {
+  const conf = { cniVersion: '1.1.0', name: 'n', type: 'netlease', temporal: { tls: {} }, timeoutSeconds: 1 };
+  const failing = (err: Error): CniContext => ({ clients: () => Promise.reject(err) });
+  const status = (context: CniContext) =>
+    handleCniCall(decodeCall({ env: { CNI_COMMAND: 'STATUS' }, stdin: JSON.stringify(conf) }), context);
+  const unreadable = new TlsFileError('clientCertFile', '/nonexistent.pem', 'ENOENT');
+  expect(wireAnswer(await status(failing(unreadable)))).toMatchObject({
+    exitCode: 1,
+    stdout: expect.stringContaining('"code":5,"msg":"cannot read temporal.tls.clientCertFile'),
+  });
+  expect(wireAnswer(await status(failing(new Error('connection refused'))))).toMatchObject({
+    stdout: expect.stringContaining('"code":50,"msg":"netlease is not available: Temporal does not answer"'),
   });
 });
 

@@ -66,6 +66,8 @@ test.each<[string, Record<string, string>]>([
   ['CNI_CONTAINERID', { CNI_CONTAINERID: 'has/slash' }],
   ['CNI_IFNAME', { CNI_IFNAME: 'é'.repeat(9) }],
   ['CNI_IFNAME', { CNI_IFNAME: 'và' }],
+  // Found by fuzzing (issue 18): a ptp ADD of "lo" parked its lease and answered 11.
+  ['CNI_IFNAME', { CNI_IFNAME: 'lo' }],
   ['CNI_NETNS', { CNI_NETNS: `/${'n'.repeat(4095)}` }],
   ['CNI_NETNS', { CNI_NETNS: `/${'é'.repeat(2048)}` }],
   ['K8S_POD_NAME', { CNI_ARGS: `K8S_POD_NAME=${'p'.repeat(254)}` }],

@@ -51,6 +51,29 @@ test.each([
   expect(() => parseConfigText(text, 'config.json')).toThrow(message);
 });
 
+// Found by fuzzing (issue 18): an address with no port, or a URL, and a namespace with control
+// characters (it is a gRPC header value) passed the schema and came back from every call as
+// "try again later" (11), as if Temporal were away.
+test('temporal: the address is host:port, the namespace visible ASCII', () => {
+  const accepts = (temporal: Record<string, string>) => TemporalConnectionSchema.safeParse(temporal).success;
+  for (const address of ['temporal-frontend.temporal:7233', '127.0.0.1:7233', '[::1]:7233', 'localhost:1'])
+    expect([address, accepts({ address })]).toEqual([address, true]);
+  for (const address of [
+    '127.0.0.1',
+    '127.0.0.1:',
+    ':7233',
+    'x:0',
+    'x:65536',
+    'http://x:1',
+    'unix:///x',
+    '[::1',
+  ])
+    expect([address, accepts({ address })]).toEqual([address, false]);
+  expect(accepts({ namespace: 'team-a.prod_1' })).toBe(true);
+  for (const namespace of ['a\u0001b', 'a b', 'é'])
+    expect([namespace, accepts({ namespace })]).toEqual([namespace, false]);
+});
+
 test('file errors name the file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-config-'));
   try {

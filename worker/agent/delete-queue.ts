@@ -5,7 +5,18 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../../storage/durable-files';
 
-export const QueuedCallSchema = z.object({ env: z.record(z.string(), z.string()), stdin: z.string() });
+/**
+ * Text the shim can send: it passes bytes, which the agent decodes as UTF-8 (U+FFFD for what is
+ * not), so a lone surrogate comes only from a \uD800 escape in a request it did not make; and an
+ * environment variable, a C string, holds no NUL. Such text would reach workflow ids and the
+ * kernel as something else than the agent read (found by issue 18's fuzzing).
+ */
+const ShimText = z
+  .string()
+  .refine((text) => !/\p{Cs}/u.test(text), 'a lone surrogate: not text the shim sends');
+const EnvValue = ShimText.refine((text) => !text.includes('\0'), 'a NUL: not in an environment variable');
+
+export const QueuedCallSchema = z.object({ env: z.record(z.string(), EnvValue), stdin: ShimText });
 export type QueuedCall = z.infer<typeof QueuedCallSchema>;
 
 export async function enqueueDelete(dir: string, call: QueuedCall): Promise<void> {
