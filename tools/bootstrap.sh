@@ -3,14 +3,18 @@
 # code and the pinned programs, each step skipped when it is already in place. `--cluster` adds what
 # a real node needs (tools/cluster.ts): containerd and runc from Debian, the kubelet and the
 # controllers, and the node's images (`npm test` and `npm start -- --cluster` ask for it).
+# `--production` adds the production-shaped Temporal (tools/temporal-production.ts): PostgreSQL from
+# Debian, the Temporal server and its schema tool (`npm test`, `npm start -- --temporal production`).
 set -eu
 cd "$(dirname "$0")/.."
 say() { printf 'netlease: %s\n' "$*"; }
 cluster=""
+production=""
 for arg in "$@"; do
   case "$arg" in
     --cluster) cluster=1 ;;
-    *) say "unknown argument $arg (known: --cluster)"; exit 2 ;;
+    --production) production=1 ;;
+    *) say "unknown argument $arg (known: --cluster, --production)"; exit 2 ;;
   esac
 done
 
@@ -38,6 +42,9 @@ if [ -n "$cluster" ]; then
   dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
   command -v gcc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
 fi
+if [ -n "$production" ]; then
+  ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$missing postgresql"
+fi
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages:$missing (install them as root, then run this again)"
@@ -45,9 +52,10 @@ if [ -n "$missing" ]; then
   fi
   say "installing Debian packages:$missing"
   apt-get update -qq
-  # Only the nginx, prometheus and containerd binaries are wanted: while installing, a policy-rc.d
-  # that refuses every start keeps the packages from starting a system nginx on port 80, a system
-  # Prometheus on port 9090 or a system containerd (one already there is left as it is).
+  # Only the nginx, prometheus, containerd and PostgreSQL binaries are wanted: while installing, a
+  # policy-rc.d that refuses every start keeps the packages from starting a system nginx on port 80,
+  # a system Prometheus on port 9090, a system containerd or PostgreSQL on port 5432 (one already
+  # there is left as it is).
   policy=/usr/sbin/policy-rc.d
   made_policy=""
   if [ ! -e "$policy" ]; then
@@ -73,6 +81,9 @@ if [ -n "$missing" ]; then
   case "$missing" in *containerd*)
     if command -v systemctl >/dev/null 2>&1; then systemctl disable --quiet containerd 2>/dev/null || true; fi ;;
   esac
+  case "$missing" in *postgresql*)
+    if command -v systemctl >/dev/null 2>&1; then systemctl disable --quiet postgresql 2>/dev/null || true; fi ;;
+  esac
 fi
 
 stamp=dist/.built
@@ -92,6 +103,6 @@ if [ ! -x "$shim" ] || [ -n "$(find cni/shim -newer "$shim" -type f -print -quit
   (cd cni/shim && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o ../../"$shim" .)
 fi
 
-node dist/tools/programs.js ${NETLEASE_PROGRAMS:-default} ${cluster:+cluster}
+node dist/tools/programs.js ${NETLEASE_PROGRAMS:-default} ${cluster:+cluster} ${production:+production}
 [ -z "$cluster" ] || node dist/tools/node-images.js
 say "set-up complete"

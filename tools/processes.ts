@@ -91,7 +91,7 @@ export async function waitFor(predicate: () => boolean | Promise<boolean>, timeo
   }
 }
 
-export { freePort } from '../observability/ports';
+export { freePort, freePortIn } from '../observability/ports';
 
 /** A process's command line as /proc shows it (arguments NUL-separated); '' when it is gone. */
 export function cmdlineOf(pid: number | 'self'): string {

@@ -11,6 +11,8 @@ export interface Program {
   version: string;
   /** `go install pkg@version`: the simple case. */
   install?: string;
+  /** The name `go install` gives the binary (its package's last element), when not `name`. */
+  installedAs?: string;
   /**
    * A wrapper module requiring `module@version`, then `go build` of `pkg`. `replaceStaging`: pin
    * k8s.io/kubernetes' staging modules; `copyReplaces`: the module's own versioned `replace` lines.
@@ -19,9 +21,10 @@ export interface Program {
   ldflags?: string;
   /**
    * Which set asks for it: `default` (absent) is built by every bootstrap, `cluster` by the real
-   * node's (`npm test`, `npm start -- --cluster`), `bench` only when asked for by name.
+   * node's (`npm test`, `npm start -- --cluster`), `production` by the production Temporal's
+   * (`npm test`, `npm start -- --temporal production`), `bench` only when asked for by name.
    */
-  set?: 'cluster' | 'bench';
+  set?: 'cluster' | 'production' | 'bench';
 }
 
 const KUBE_VERSION = 'v1.34.4';
@@ -49,6 +52,17 @@ export const PROGRAMS: Program[] = [
   },
   kubeProgram('kube-apiserver'),
   ...['kubelet', 'kube-scheduler', 'kube-controller-manager'].map((name) => kubeProgram(name, 'cluster')),
+  // The production-shaped Temporal (tools/temporal-production.ts): the server and its schema tool.
+  ...[
+    ['temporal-server', 'server'],
+    ['temporal-sql-tool', 'tools/sql'],
+  ].map(([name, cmd]) => ({
+    name: name ?? '',
+    version: 'v1.29.1',
+    install: `go.temporal.io/server/cmd/${cmd ?? ''}`,
+    installedAs: cmd?.split('/').pop(),
+    set: 'production' as const,
+  })),
   { name: 'cnitool', version: 'v1.3.0', install: 'github.com/containernetworking/cni/cnitool' },
   ...['main/bridge', 'main/loopback', 'ipam/host-local'].map((plugin) => ({
     name: plugin.split('/')[1] ?? plugin,
@@ -69,6 +83,7 @@ export const PROGRAMS: Program[] = [
 
 export const DEFAULT_PROGRAMS = PROGRAMS.filter((p) => !p.set).map((p) => p.name);
 export const CLUSTER_PROGRAMS = PROGRAMS.filter((p) => p.set === 'cluster').map((p) => p.name);
+export const PRODUCTION_PROGRAMS = PROGRAMS.filter((p) => p.set === 'production').map((p) => p.name);
 
 export function cacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
@@ -217,7 +232,7 @@ function buildGroup(group: Program[]): void {
     const partial = `${binDir(program)}.partial`;
     rmSync(partial, { recursive: true, force: true });
     mkdirSync(partial, { recursive: true });
-    renameSync(join(staging, program.name), join(partial, program.name));
+    renameSync(join(staging, program.installedAs ?? program.name), join(partial, program.name));
     rmSync(binDir(program), { recursive: true, force: true });
     renameSync(partial, binDir(program));
   }
@@ -227,13 +242,17 @@ function buildGroup(group: Program[]): void {
 
 /** Names and set names (`default`, `cluster`) → programs, in order, each once. */
 export function programsNamed(names: string[]): Program[] {
-  const sets: Record<string, string[]> = { default: DEFAULT_PROGRAMS, cluster: CLUSTER_PROGRAMS };
+  const sets: Record<string, string[]> = {
+    default: DEFAULT_PROGRAMS,
+    cluster: CLUSTER_PROGRAMS,
+    production: PRODUCTION_PROGRAMS,
+  };
   const wanted = new Set((names.length ? names : ['default']).flatMap((n) => sets[n] ?? [n]));
   return [...wanted].map((name) => {
     const program = PROGRAMS.find((p) => p.name === name);
     if (!program)
       throw new Error(
-        `unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}, or a set: default, cluster`,
+        `unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}, or a set: default, cluster, production`,
       );
     return program;
   });

@@ -42,14 +42,21 @@ export const SQLITE_FILE_TUNING = [
   'synchronous=normal',
 ];
 
-export interface DevServer {
+/** A Temporal server netlease's processes are pointed at: the dev server or the production one. */
+export interface TemporalServer {
   address: string;
-  uiUrl?: string;
   /** The pinned `temporal` CLI (not on PATH). */
   cli: string;
+  /** The frontend's process. */
   pid: number;
   process: Tracked;
+  /** Every process it runs (to stop by PID). */
+  pids(): number[];
   stop(): Promise<void>;
+}
+
+export interface DevServer extends TemporalServer {
+  uiUrl?: string;
 }
 
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
@@ -76,6 +83,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     cli: programPath('temporal'),
     pid: tracked.pid,
     process: tracked,
+    pids: () => [tracked.pid],
     stop: () => stopPid(tracked.pid),
   };
   let exitCode: number | null | undefined;
@@ -88,7 +96,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   return server;
 }
 
-async function isHealthy(address: string): Promise<boolean> {
+/** The frontend answers its gRPC health check (plaintext, loopback). */
+export async function isHealthy(address: string): Promise<boolean> {
   try {
     // The dev server this launches is plaintext on loopback: no tls section.
     const settings = TemporalConnectionSchema.parse({ address });

@@ -1,25 +1,33 @@
-// One real Temporal dev server (in memory) and one real kube-apiserver + etcd for the whole test
-// run; tests isolate themselves by task queue, workflow ids, Kubernetes namespace and node names.
-// PIDs are recorded so teardown stops exactly those processes.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+// One real Temporal server and one real kube-apiserver + etcd for the whole test run; tests isolate
+// themselves by task queue, workflow ids, Kubernetes namespace and node names. The server is the
+// dev server, or with NETLEASE_TEST_TEMPORAL_SERVER=production the Temporal server on PostgreSQL
+// (`npm run test:production`). PIDs are recorded so teardown stops exactly those processes.
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDevServer } from '../../tools/temporal-server';
+import { startDevServer, type TemporalServer } from '../../tools/temporal-server';
+import { startProductionTemporal } from '../../tools/temporal-production';
 import { startLocalKube } from '../../tools/kube-apiserver';
-import { freePort, stopLeftovers } from '../../tools/processes';
+import { freePort, freePortIn, stopLeftovers } from '../../tools/processes';
 import { SERVER_FILE } from './server-file';
 
+async function startTemporal(dir: string): Promise<TemporalServer> {
+  const kind = process.env.NETLEASE_TEST_TEMPORAL_SERVER ?? 'dev';
+  if (kind === 'dev') return startDevServer({ port: await freePort() });
+  if (kind === 'production')
+    return startProductionTemporal({ dir: join(dir, 'temporal'), port: await freePortIn(20000, 32000) });
+  throw new Error(`NETLEASE_TEST_TEMPORAL_SERVER=${kind}: known are dev and production`);
+}
+
 export default async function globalSetup(): Promise<void> {
-  await stopLeftovers(SERVER_FILE);
-  const kubeDir = mkdtempSync(join(tmpdir(), 'netlease-kube-'));
-  const [server, kube] = await Promise.all([
-    startDevServer({ port: await freePort() }),
-    startLocalKube({ dir: kubeDir }),
-  ]);
-  writeFileSync(SERVER_FILE, JSON.stringify({ pids: [server.pid, ...kube.pids], kubeDir }));
+  await stopLeftovers(SERVER_FILE, /temporal|etcd|kube-apiserver|postgres/);
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-servers-'));
+  chmodSync(dir, 0o755); // PostgreSQL runs as its own user and must reach its directory
+  const [server, kube] = await Promise.all([startTemporal(dir), startLocalKube({ dir: join(dir, 'kube') })]);
+  writeFileSync(SERVER_FILE, JSON.stringify({ pids: [...server.pids(), ...kube.pids], dir }));
   process.env.NETLEASE_TEST_TEMPORAL = server.address;
   process.env.NETLEASE_TEST_KUBECONFIG = kube.kubeconfig;
   process.stdout.write(
-    `\ntest Temporal ${server.address} (pid ${server.pid}); kube-apiserver ${kube.server} (pids ${kube.pids.join(', ')})\n`,
+    `\ntest Temporal ${server.address} (pids ${server.pids().join(', ')}); kube-apiserver ${kube.server} (pids ${kube.pids.join(', ')})\n`,
   );
 }
