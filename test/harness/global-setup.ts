@@ -14,8 +14,15 @@ import { SERVER_FILE } from './server-file';
 async function startTemporal(dir: string): Promise<TemporalServer> {
   const kind = process.env.NETLEASE_TEST_TEMPORAL_SERVER ?? 'dev';
   if (kind === 'dev') return startDevServer({ port: await freePort() });
-  if (kind === 'production')
-    return startProductionTemporal({ dir: join(dir, 'temporal'), port: await freePortIn(20000, 32000) });
+  if (kind === 'production') {
+    const server = await startProductionTemporal({
+      dir: join(dir, 'temporal'),
+      port: await freePortIn(20000, 32000),
+    });
+    // Tests that make visibility lag reach its database (test/harness/visibility-lag).
+    process.env.NETLEASE_TEST_POSTGRES = `${server.postgres.host}:${server.postgres.port}`;
+    return server;
+  }
   throw new Error(`NETLEASE_TEST_TEMPORAL_SERVER=${kind}: known are dev and production`);
 }
 
