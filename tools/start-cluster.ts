@@ -3,7 +3,6 @@
 // `<name>-2`), its state in .netlease/cluster (a start after a stop is the nodes' reboot; the
 // API's objects stay). Each node has its agent, with the host ends of its veth pairs in
 // `netlease-host` (`netlease-host-2`).
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { NetleaseConfig } from '../domain/config';
 import { hostNodeName } from '../kubernetes/node-name';
@@ -12,6 +11,7 @@ import { startCluster, type LocalCluster } from './cluster';
 import { ensureHostNetns } from './dev-node';
 import { type Tracked } from './processes';
 import { startReadable } from './readable-log';
+import { runBootstrap } from './set-up';
 
 export interface ClusterRun {
   cluster: LocalCluster;
@@ -27,12 +27,6 @@ const clusterNodes = (count: 1 | 2) =>
     { nodeName: `${hostNodeName()}-2`, hostNetns: 'netlease-host-2' },
   ].slice(0, count);
 
-/** bootstrap.sh --cluster: containerd, runc, the kubelet and controllers, the images (once). */
-function setUpCluster(root: string): void {
-  const run = spawnSync('sh', [join(root, 'tools', 'bootstrap.sh'), '--cluster'], { stdio: 'inherit' });
-  if (run.status !== 0) throw new Error(`tools/bootstrap.sh --cluster failed (exit ${run.status})`);
-}
-
 export async function startClusterRun(
   root: string,
   stateDir: string,
@@ -45,7 +39,7 @@ export async function startClusterRun(
     throw new Error('--cluster starts its own cluster: remove kubernetes.kubeconfig and KUBECONFIG');
   const pool = config.pools[0];
   if (!pool) throw new Error('--cluster: the config has no pool for the node');
-  setUpCluster(root);
+  runBootstrap(root, '--cluster');
   const nodes = clusterNodes(nodeCount);
   for (const { hostNetns } of nodes) await ensureHostNetns(hostNetns);
   const names = nodes.map((n) => n.nodeName).join(' and ');

@@ -2,7 +2,8 @@
 // API, the control worker and this machine's node agent, tracked by PID; Ctrl-C stops them in
 // reverse order. One run per state directory: a second refuses while the first runs. With
 // `--cluster` (npm start -- --cluster) the cluster has the real controllers and a real node (two
-// with `--nodes 2`).
+// with `--nodes 2`). With `--temporal production` Temporal is the production-shaped server on
+// PostgreSQL (tools/temporal-production.ts, state in .netlease/temporal-production) instead.
 import { mkdirSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { hostNodeName } from '../kubernetes/node-name';
@@ -16,7 +17,9 @@ import { runningLauncher, stopLeftovers, stopPid, thisProcess, type Tracked } fr
 import { startReadable } from './readable-log';
 import { clusterHelp, startClusterRun, type ClusterRun } from './start-cluster';
 import { supervise, type Supervised } from './supervise';
+import { runBootstrap } from './set-up';
 import { startDevServer } from './temporal-server';
+import { startProductionTemporal } from './temporal-production';
 
 const root = join(__dirname, '..', '..');
 const stateDir = process.env.NETLEASE_STATE_DIR ?? join(root, '.netlease');
@@ -26,16 +29,20 @@ interface StartFlags {
   cluster: boolean;
   /** Real nodes of the cluster (`--nodes 2`). */
   nodes: 1 | 2;
+  /** The dev server (default) or the Temporal server on PostgreSQL. */
+  temporal: 'dev' | 'production';
 }
 
 function parseFlags(args: string[]): StartFlags {
-  const usage = 'known: --cluster, --cluster --nodes 2';
-  const flags: StartFlags = { cluster: false, nodes: 1 };
+  const usage = 'known: --cluster, --cluster --nodes 2, --temporal dev|production';
+  const flags: StartFlags = { cluster: false, nodes: 1, temporal: 'dev' };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === '--cluster') flags.cluster = true;
     else if (arg === '--nodes' && (args[i + 1] === '1' || args[i + 1] === '2'))
       flags.nodes = args[++i] === '2' ? 2 : 1;
+    else if (arg === '--temporal' && (args[i + 1] === 'dev' || args[i + 1] === 'production'))
+      flags.temporal = args[++i] === 'production' ? 'production' : 'dev';
     else throw new Error(`unknown argument ${args.slice(i).join(' ')} (${usage})`);
   }
   if (flags.nodes === 2 && !flags.cluster) throw new Error(`--nodes needs --cluster (${usage})`);
@@ -55,19 +62,9 @@ async function main(): Promise<void> {
   const [host, port] = config.temporal.address.split(':');
   if (host !== '127.0.0.1' && host !== 'localhost')
     throw new Error('npm start runs its own dev server on loopback only');
-  const uiPort = Number(process.env.NETLEASE_UI_PORT ?? 8233);
   const log = openSync(join(stateDir, 'temporal.log'), 'a');
-
-  console.log(
-    `netlease: starting Temporal dev server on ${config.temporal.address} (state in .netlease/temporal.db)`,
-  );
-  const server = await startDevServer({
-    port: Number(port),
-    uiPort,
-    dbFile: join(stateDir, 'temporal.db'),
-    logFd: log,
-  });
-  const children: Tracked[] = [server.process];
+  const server = await startTemporal(flags.temporal, config, Number(port), log);
+  const children: Tracked[] = server.processes;
   const workers: Supervised[] = [];
   const running = () => [...children, ...workers.map((w) => w.current())];
   const save = () => record(running().map((c) => c.pid));
@@ -127,7 +124,7 @@ async function main(): Promise<void> {
       workers.push(supervise(`node agent of ${agent.nodeName}`, agent.start, events));
     save();
     console.log(`\nnetlease is running with a real node.
-  Temporal UI:  ${server.uiUrl}/namespaces/${config.temporal.namespace}/workflows
+  Temporal UI:  ${uiLine(server.uiUrl, config)}
 ${clusterHelp(clusterRun.cluster)}
 Temporal CLI: ${linkCli(server.cli)}
 Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
@@ -139,7 +136,7 @@ Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a cra
 
   console.log(`
 netlease is running.
-  Temporal UI:  ${server.uiUrl}/namespaces/${config.temporal.namespace}/workflows
+  Temporal UI:  ${uiLine(server.uiUrl, config)}
   Temporal:     ${config.temporal.address}  task queue ${config.temporal.taskQueue}
 
 Try the CNI shim by hand (another terminal, in this directory):
@@ -159,6 +156,46 @@ Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostNodeName()} regist
 Temporal CLI: ${linkCli(server.cli)}  (not on PATH; e.g. .netlease/bin/temporal workflow list)
 Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
 }
+
+interface StartedTemporal {
+  cli: string;
+  uiUrl?: string;
+  /** Its processes, in start order (stopped in reverse). */
+  processes: Tracked[];
+}
+
+/** The dev server (UI, SQLite state file) or the Temporal server on PostgreSQL (no UI). */
+async function startTemporal(
+  kind: StartFlags['temporal'],
+  config: NetleaseConfig,
+  port: number,
+  log: number,
+): Promise<StartedTemporal> {
+  if (kind === 'production') {
+    runBootstrap(root, '--production');
+    console.log(
+      `netlease: starting the Temporal server on PostgreSQL on ${config.temporal.address} (state in .netlease/temporal-production)`,
+    );
+    const production = await startProductionTemporal({
+      dir: join(stateDir, 'temporal-production'),
+      port,
+      namespace: config.temporal.namespace,
+      logFd: log,
+    });
+    return { cli: production.cli, processes: [production.postgres.process, production.server] };
+  }
+  console.log(
+    `netlease: starting Temporal dev server on ${config.temporal.address} (state in .netlease/temporal.db)`,
+  );
+  const uiPort = Number(process.env.NETLEASE_UI_PORT ?? 8233);
+  const dev = await startDevServer({ port, uiPort, dbFile: join(stateDir, 'temporal.db'), logFd: log });
+  return { cli: dev.cli, uiUrl: dev.uiUrl, processes: [dev.process] };
+}
+
+const uiLine = (uiUrl: string | undefined, config: NetleaseConfig) =>
+  uiUrl
+    ? `${uiUrl}/namespaces/${config.temporal.namespace}/workflows`
+    : 'none with --temporal production (netleasectl and the Temporal CLI below read the same leases)';
 
 /**
  * A run whose launcher still runs owns the servers in the PID file: stopping them as leftovers

@@ -91,11 +91,12 @@ test('an older PID file (a bare array) still has its leftovers stopped', async (
   expect(existsSync(pidFile)).toBe(true);
 });
 
-test('an unknown argument is refused before anything is read or started; --cluster [--nodes 2] are known', async () => {
+test('an unknown argument is refused before anything is read or started; --cluster [--nodes 2] and --temporal are known', async () => {
   rmSync(pidFile, { force: true });
-  const known = '(known: --cluster, --cluster --nodes 2)';
+  const known = '(known: --cluster, --cluster --nodes 2, --temporal dev|production)';
   for (const [args, message] of [
     [['--clustr'], `netlease: unknown argument --clustr ${known}`],
+    [['--temporal', 'postgres'], `netlease: unknown argument --temporal postgres ${known}`],
     [['--cluster', '--nodes', '3'], `netlease: unknown argument --nodes 3 ${known}`],
     [['--nodes', '2'], `netlease: --nodes needs --cluster ${known}`],
   ] as const) {
@@ -104,8 +105,9 @@ test('an unknown argument is refused before anything is read or started; --clust
     expect(run.exitCode).toBe(1);
     expect(existsSync(pidFile)).toBe(false);
   }
-  // --cluster (and --nodes 2 with it) is accepted: the run goes on to its config, off loopback here.
-  for (const args of [['--cluster'], ['--cluster', '--nodes', '2']]) {
+  // --cluster (and --nodes 2 with it) and --temporal are accepted: the run goes on to its config,
+  // off loopback here.
+  for (const args of [['--cluster'], ['--cluster', '--nodes', '2'], ['--temporal', 'production']]) {
     const cluster = await launch(...args);
     expect(cluster.stderr).toBe(`${offLoopback}\n`);
   }
