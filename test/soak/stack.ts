@@ -7,17 +7,17 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NetleaseConfigSchema, NodeAgentConfigSchema } from '../../domain/config';
+import { NodeAgentConfigSchema } from '../../domain/config';
 import { ip } from '../../kernel/ip';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { startLocalKube, type LocalKube } from '../../tools/kube-apiserver';
 import { freePort, startTracked, stopPid, waitFor, type Tracked } from '../../tools/processes';
 import { startDevServer, type DevServer } from '../../tools/temporal-server';
-import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../../worker/process-flags';
+import { NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../../worker/process-flags';
+import { startControlProcess } from '../harness/control-process';
 import { NODE_AGENT_ENTRY } from '../harness/node-agent';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
 
-const CONTROL_ENTRY = join(__dirname, '..', '..', 'worker', 'control', 'control.js');
 export const SOAK_POOL = 'soak';
 const POOL_CIDRS = ['198.18.0.0/20', 'fd00:18::/64'];
 const TASK_QUEUE = 'netlease-soak';
@@ -119,24 +119,16 @@ export class SoakStack {
   }
 
   async startControl(): Promise<void> {
-    const config = NetleaseConfigSchema.parse({
+    const config = {
       temporal: { address: this.proxy.address, taskQueue: this.taskQueue },
       pools: [{ name: SOAK_POOL, cidrs: POOL_CIDRS }],
       reuseCooldownSeconds: 1,
       kubernetes: { kubeconfig: this.kube.kubeconfig, watch: true, reconcileIntervalSeconds: 10 },
-      logLevel: 'warn',
-    });
-    const file = join(this.dir, 'control.json');
-    writeFileSync(file, JSON.stringify(config));
-    this.control = startTracked(
-      process.execPath,
-      [...CONTROL_WORKER_NODE_FLAGS, CONTROL_ENTRY, '--config', file],
-      {
-        env: { ...process.env, ...PROCESS_ENV },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+      logLevel: 'warn' as const,
+    };
+    this.control = startControlProcess(config, join(this.dir, 'control.json'), (d) =>
+      writeFileSync(this.log, d),
     );
-    collect(this.control, this.log, () => undefined);
   }
 
   async killControl(): Promise<void> {

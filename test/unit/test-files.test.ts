@@ -4,7 +4,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const testRoot = join(__dirname, '..', '..', '..', 'test');
-const RUNS_WORKFLOWS = /withControlWorker\(|Scenario\.create\(|workflowTestEnv\(|runControlWorker\(/;
+const RUNS_WORKFLOWS =
+  /withControlWorker\(|Scenario\.create\(|workflowTestEnv\(|runControlWorker\(|startControlProcess\(/;
 
 const files = ['integration', 'scenario', 'workflow', 'e2e'].flatMap((dir) =>
   readdirSync(join(testRoot, dir))
