@@ -12,12 +12,12 @@ import type { Client } from '@temporalio/client';
 import { leaseWorkflowId } from '../../domain/ids';
 import { waitFor } from '../../tools/processes';
 import { offerFileOf } from '../../worker/agent/offers';
-import { lanesUntil } from './phases';
+import { inFlight, lanesUntil } from './phases';
 import { type BenchPod, type Plugin } from './plugins';
 import type { PodOps } from './pod-ops';
 import { cpuSpent, sampleCpu, type CpuSample } from './proc';
 import { API_PROCESSES, type Lifecycles } from './figures';
-import type { BenchStack } from './stack';
+import { TASK_QUEUE, type BenchStack } from './stack';
 
 export interface LifecycleDriver {
   /** Its CNI calls; its `involved` processes are charged to the row. */
@@ -28,6 +28,11 @@ export interface LifecycleDriver {
   beforeAdd(pod: BenchPod): Promise<boolean>;
   /** After the last lifecycle, until what the pods held is free; how many are not by its deadline. */
   released(pods: BenchPod[], namespace: string): Promise<number>;
+  /** Before the window opens and after it closes (netlease: start and stop more control workers). */
+  prepare?(): Promise<void>;
+  finish?(): Promise<void>;
+  /** The processes charged besides the executables and the API, read once prepared (default: the plugin's). */
+  charged?(): string[];
 }
 
 const freeAfterDel = async () => 0;
@@ -41,18 +46,26 @@ export const peerDriver = (plugin: Plugin, node: string): LifecycleDriver => ({
 });
 
 const OFFER_DEADLINE_MS = 10_000;
+/** ADD+DELs (cold, not counted) through a row's freshly started control workers before its window. */
+const WARM_UP_PAIRS = 16;
 const RELEASE_DEADLINE_MS = 120_000;
 
-/** netlease's shim and agent; the ADD waits (bounded) for the agent to hold the pod's offer. */
+/**
+ * netlease's shim and agent with `workers` control workers on the task queue (the stack's, plus
+ * more started for the row and stopped after it); the ADD waits (bounded) for the agent to hold the
+ * pod's offer. Charged every stack process but the ptp agent.
+ */
 export function netleaseDriver(
   stack: BenchStack,
   plugin: Plugin,
   client: Client,
-  node: string,
+  { node, workers }: { node: string; workers: number },
 ): LifecycleDriver {
   const offerOf = (pod: BenchPod) => join(stack.offerDir, offerFileOf(leaseWorkflowId(pod.uid, 'eth0')));
   const leases = (namespace: string, more: string) =>
-    `WorkflowType = 'leaseWorkflow' AND PodRef STARTS_WITH '${namespace}/' AND ${more}`;
+    `WorkflowType = 'leaseWorkflow' AND TaskQueue = '${TASK_QUEUE}' AND PodRef STARTS_WITH '${namespace}/' AND ${more}`;
+  const more = workers - 1;
+  const reconciling = `WorkflowType = 'reconcileWorkflow' AND TaskQueue = '${TASK_QUEUE}' AND ExecutionStatus = 'Running'`;
   const count = async (query: string) => (await client.workflow.count(query)).count;
   return {
     plugin,
@@ -65,22 +78,42 @@ export function netleaseDriver(
       await waitFor(async () => (await count(open)) === 0, RELEASE_DEADLINE_MS, 200);
       return pods.length - (await count(leases(namespace, "LeasePhase = 'Released'")));
     },
+    async prepare() {
+      if (more === 0) return;
+      for (let i = 0; i < more; i++) await stack.addControlWorker();
+      // A new worker's first workflows build its V8 contexts and warm its JIT: not the row's cost.
+      // Its start triggers a reconcile run, which may release these pod-less leases mid-ADD.
+      const tolerant = {
+        ...plugin,
+        call: (verb: 'ADD' | 'DEL', pod: BenchPod) => plugin.call(verb, pod).catch(() => undefined),
+      };
+      await inFlight(tolerant, WARM_UP_PAIRS, WARM_UP_PAIRS / 2, RELEASE_DEADLINE_MS);
+      await waitFor(async () => (await count(reconciling)) === 0, RELEASE_DEADLINE_MS, 200);
+    },
+    async finish() {
+      for (let i = 0; i < more; i++) await stack.removeControlWorker();
+    },
+    charged: () => Object.keys(stack.pids()),
   };
 }
 
 /** The charged names: the executables, the plugin's own processes and the API. */
-const chargedOf = (plugin: Plugin): string[] => [
-  ...new Set(['executables', ...Object.keys(plugin.involved), ...API_PROCESSES]),
+const chargedOf = (driver: LifecycleDriver): string[] => [
+  ...new Set([
+    'executables',
+    ...(driver.charged?.() ?? Object.keys(driver.plugin.involved)),
+    ...API_PROCESSES,
+  ]),
 ];
 
 /**
  * `count` lifecycles of `driver`'s pods in `ops`' namespace, `lanes` in flight, until done or none
- * starts after `budgetMs`; CPU of every process in `all`.
+ * starts after `budgetMs`; CPU of every process `pids()` names once the driver is prepared.
  */
 export async function lifecycles(
   driver: LifecycleDriver,
   ops: PodOps,
-  all: Record<string, number>,
+  pids: () => Record<string, number>,
   shape: { count: number; lanes: number; budgetMs: number },
 ): Promise<Lifecycles> {
   const { plugin, node } = driver;
@@ -99,13 +132,16 @@ export async function lifecycles(
     latencies.push(performance.now() - started);
     pods.push(pod);
   };
+  await driver.prepare?.();
+  const all = pids();
+  const charged = chargedOf(driver);
   const before = sampleCpu(all);
   const started = performance.now();
   await lanesUntil(shape.count, shape.lanes, shape.budgetMs, one);
   const unreleased = await driver.released(pods, ops.namespace);
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuSpent(before, sampleCpu(all));
-  const charged = chargedOf(plugin);
+  await driver.finish?.();
   return {
     label: plugin.label,
     lifecycles: pods.length,

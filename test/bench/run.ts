@@ -2,6 +2,7 @@
 // interleaved, each through its real executable. Prints one table and the targets; asserts nothing.
 // NETLEASE_BENCH_UNTUNED=1 runs the Temporal dev server without the tuning flags (for before/after).
 // NETLEASE_BENCH_ONLY=lifecycle runs only the whole-pod-lifecycle rows (after the warm-up).
+// NETLEASE_BENCH_TEMPORAL picks the Temporal server(s) (temporal-servers.ts): each in turn, one run.
 import { mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +30,7 @@ import { openLeases, shimCpuFromGo, shimVersionCpu } from './footprint';
 import { rssMiB } from './proc';
 import { hopSamples } from './hop-samples';
 import { NODE, PTP_NODE, removeDir, startStack, type BenchStack } from './stack';
+import { selectedServers, type TemporalKind } from './temporal-servers';
 
 /** NETLEASE_BENCH_SCALE=0.1: a quick run with a tenth of the calls (figures less stable). */
 const SCALE = Number(process.env.NETLEASE_BENCH_SCALE ?? 1) || 1;
@@ -50,6 +52,8 @@ const LIFE_ROUNDS = 2;
 /** The peers' pods are bound here: no netlease agent watches it, so none pre-produces for them. */
 const PEER_NODE = 'bench-node-peers';
 const ONLY_LIFECYCLE = process.env.NETLEASE_BENCH_ONLY === 'lifecycle';
+/** netlease's lifecycle rows: one with each of these counts of control workers on the task queue. */
+const CONTROL_WORKERS = [1, 2];
 const PRE_PRODUCED = SEQ_ROUNDS * SEQ_PER_ROUND + BUSY_ROUNDS * BUSY_PER_ROUND + 1;
 
 const say = (line: string) => console.log(`bench: ${line}`);
@@ -83,18 +87,24 @@ async function lifecycleRows(stack: BenchStack, client: Client, peers: Plugin[])
   await stack.clients.core.createNode({ body: { metadata: { name: PEER_NODE } } });
   say('idle CPU of the stack, 5 s');
   const idle = await idleCpuPerSecond(stack.pids(), 5000);
-  const netlease = { ...netleaseCold(stack), label: 'netlease' };
+  const netlease = (workers: number) => ({
+    ...netleaseCold(stack),
+    label: `netlease, ${workers} control worker${workers > 1 ? 's' : ''}`,
+  });
   const drivers = [
     ...peers.map((p) => peerDriver(p, PEER_NODE)),
-    netleaseDriver(stack, netlease, client, NODE),
+    ...CONTROL_WORKERS.map((workers) =>
+      netleaseDriver(stack, netlease(workers), client, { node: NODE, workers }),
+    ),
   ];
   const rows = new Map<number, Lifecycles>();
   const shape = { count: Math.ceil(LIFECYCLES / LIFE_ROUNDS), lanes: LANES, budgetMs: BUSY_BUDGET_MS };
   for (let round = 1; round <= LIFE_ROUNDS; round++) {
     say(`whole pod lifecycles, ${LANES} in flight, round ${round}/${LIFE_ROUNDS}`);
-    const ops = await podOps(stack.clients, `bench-life-${round}`);
     for (const [i, driver] of drivers.entries()) {
-      const result = await lifecycles(driver, ops, stack.pids(), shape);
+      // A namespace per row: a row's leases are counted by their pods' namespace.
+      const ops = await podOps(stack.clients, `bench-life-${round}-${i}`);
+      const result = await lifecycles(driver, ops, () => stack.pids(), shape);
       const sum = rows.get(i);
       rows.set(i, sum ? mergedLifecycles(sum, result) : result);
     }
@@ -157,24 +167,20 @@ async function onlyLifecycles(stack: BenchStack, client: Client): Promise<string
   return lifecycleReport(await lifecycleRows(stack, client, peers), LANES);
 }
 
-async function main(): Promise<void> {
-  const program = PROGRAMS.find((p) => p.name === 'whereabouts');
-  if (program) ensureProgram(program);
-  const root = process.getuid?.() === 0;
+/** The stack on `server`, the rows (all, or the lifecycle rows only), printed; the stack stopped. */
+async function onServer(server: TemporalKind, root: boolean, tuned: boolean): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-bench-'));
-  const tuned = process.env.NETLEASE_BENCH_UNTUNED !== '1';
-  say(`${cpus().length} cores, load ${loadavg()[0]?.toFixed(1)}; dev server ${tuned ? 'tuned' : 'untuned'}`);
   let stack: BenchStack | undefined;
   let client: Client | undefined;
   let ok = false;
   try {
     const host = root ? await makeNetns('bench-host') : undefined;
-    stack = await startStack(dir, host?.name, tuned);
+    stack = await startStack(dir, host?.name, tuned, server);
+    say(`Temporal: ${stack.temporal.label} (${stack.temporal.address})`);
     client = await connectClient(TemporalConnectionSchema.parse({ address: stack.temporal.address }));
     console.log(
       ONLY_LIFECYCLE ? await onlyLifecycles(stack, client) : report(await measure(stack, client, root)),
     );
-    say(`load at the end ${loadavg()[0]?.toFixed(1)}`);
     ok = true;
   } finally {
     await client?.connection.close();
@@ -183,6 +189,19 @@ async function main(): Promise<void> {
     if (ok) removeDir(dir);
     else console.error(`bench: logs kept in ${dir}`);
   }
+}
+
+async function main(): Promise<void> {
+  const program = PROGRAMS.find((p) => p.name === 'whereabouts');
+  if (program) ensureProgram(program);
+  const root = process.getuid?.() === 0;
+  const tuned = process.env.NETLEASE_BENCH_UNTUNED !== '1';
+  const servers = selectedServers();
+  say(
+    `${cpus().length} cores, load ${loadavg()[0]?.toFixed(1)}; Temporal: ${servers.map((s) => s.label).join(', ')}`,
+  );
+  for (const server of servers) await onServer(server, root, tuned);
+  say(`load at the end ${loadavg()[0]?.toFixed(1)}`);
 }
 
 main().catch((err: unknown) => {

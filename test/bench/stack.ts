@@ -1,33 +1,43 @@
 // The processes a node with netlease runs, each its own process so CPU and memory are its own:
-// Temporal dev server, etcd + kube-apiserver, the control worker and the node agent (CNI API and
-// ptp activities), all tracked by PID; logs and configs in one temp dir.
+// a Temporal server (temporal-servers.ts), etcd + kube-apiserver, one control worker or more on one
+// task queue, and the node agent (CNI API and ptp activities), all tracked by PID; logs and configs
+// in one temp dir.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NodeAgentConfigSchema } from '../../domain/config';
 import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../../worker/process-flags';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { startLocalKube, type LocalKube } from '../../tools/kube-apiserver';
-import { freePort, startTracked, stopPid, waitFor, type Tracked } from '../../tools/processes';
-import { startDevServer, type DevServer } from '../../tools/temporal-server';
+import { startTracked, stopPid, waitFor, type Tracked } from '../../tools/processes';
+import type { BenchTemporal, TemporalKind } from './temporal-servers';
 import { applyWhereaboutsCrds } from './whereabouts-crds';
 
-export const NODE = 'bench-node';
+/**
+ * On a server the bench did not start (NETLEASE_BENCH_TEMPORAL), workflow ids of an earlier run
+ * live on: this run's task queue, pool and nodes get a suffix of their own.
+ */
+const RUN = process.env.NETLEASE_BENCH_TEMPORAL ? `-${randomBytes(3).toString('hex')}` : '';
+export const NODE = `bench-node${RUN}`;
 /** A second node whose agent pre-produces ptp leases (one preProduce section per agent). */
-export const PTP_NODE = 'bench-node-ptp';
+export const PTP_NODE = `bench-node-ptp${RUN}`;
 export const PTP_NETWORK = 'bench-ptp';
-export const POOL = 'bench';
+export const POOL = `bench${RUN}`;
 /** The CNI network name of the ipam rows; pre-produced leases are started for it. */
 export const NETWORK = 'bench';
-export const TASK_QUEUE = 'bench';
+export const TASK_QUEUE = `bench${RUN}`;
 
-export type StackPids = Record<'temporal' | 'etcd' | 'apiserver' | 'control' | 'agent', number>;
+/** The long-lived processes by name: the server's, etcd, apiserver, control (control2, …), agent. */
+export type StackPids = Record<'etcd' | 'apiserver' | 'control' | 'agent', number> & Record<string, number>;
 
 export interface BenchStack {
   dir: string;
-  temporal: DevServer;
+  temporal: BenchTemporal;
   kube: LocalKube;
   clients: KubeClients;
   control: Tracked;
+  /** Control workers started besides `control` (addControlWorker), on the same task queue. */
+  moreControls: Tracked[];
   agent: Tracked;
   agentSocket: string;
   deleteQueue: string;
@@ -39,6 +49,10 @@ export interface BenchStack {
   preProduceMissing?: string;
   /** The long-lived processes, by name. */
   pids(): StackPids;
+  /** One more control worker process on the task queue (`control2`, `control3`, … in pids()). */
+  addControlWorker(): Promise<void>;
+  /** Stops the newest added control worker (SIGTERM: the SDK drains it and tells the server). */
+  removeControlWorker(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -142,31 +156,37 @@ async function startPtpAgent(setup: AgentSetup, clients: KubeClients) {
   return { agent, ...agentFiles(setup.dir, 'ptp-') };
 }
 
+const startControl = (dir: string, name: string, address: string, kubeconfig: string) =>
+  startNodeProcess(
+    dir,
+    name,
+    [CONTROL_WORKER_NODE_FLAGS, 'worker/control/control.js'],
+    controlConfig(address, kubeconfig),
+    '"msg":"control worker started"',
+  );
+
 export async function startStack(
   dir: string,
   hostNetns: string | undefined,
   tuned: boolean,
+  server: TemporalKind,
 ): Promise<BenchStack> {
   mkdirSync(dir, { recursive: true });
   const [temporal, kube] = await Promise.all([
-    startDevServer({ port: await freePort(), tuned, logFd: openSync(join(dir, 'temporal.log'), 'a') }),
+    server.start(dir, tuned),
     startLocalKube({ dir: join(dir, 'kube'), logFd: openSync(join(dir, 'kube.log'), 'a') }),
   ]);
-  const started: Tracked[] = [temporal.process, ...kube.processes];
+  const started: Tracked[] = [...kube.processes];
+  const moreControls: Tracked[] = [];
   const stopAll = async () => {
-    for (const p of started.reverse()) await stopPid(p.pid);
+    for (const p of [...started, ...moreControls].reverse()) await stopPid(p.pid);
+    await temporal.stop();
   };
   try {
     const clients = await connectKube(kube.kubeconfig);
     await clients.core.createNode({ body: { metadata: { name: NODE } } });
     await applyWhereaboutsCrds(clients);
-    const control = await startNodeProcess(
-      dir,
-      'control',
-      [CONTROL_WORKER_NODE_FLAGS, 'worker/control/control.js'],
-      controlConfig(temporal.address, kube.kubeconfig),
-      '"msg":"control worker started"',
-    );
+    const control = await startControl(dir, 'control', temporal.address, kube.kubeconfig);
     started.push(control);
     const agentSetup = { address: temporal.address, kubeconfig: kube.kubeconfig, hostNetns, dir };
     const { config, missing } = agentConfig(agentSetup);
@@ -186,6 +206,7 @@ export async function startStack(
       kube,
       clients,
       control,
+      moreControls,
       agent,
       agentSocket: join(dir, 'cni.sock'),
       deleteQueue: join(dir, 'del-queue'),
@@ -193,13 +214,22 @@ export async function startStack(
       ptp,
       preProduceMissing: missing,
       pids: () => ({
-        temporal: temporal.pid,
+        ...temporal.pids,
         // startLocalKube lists the apiserver, then etcd.
         etcd: kube.pids[1] ?? 0,
         apiserver: kube.pids[0] ?? 0,
         control: control.pid,
+        ...Object.fromEntries(moreControls.map((c, i) => [`control${i + 2}`, c.pid])),
         agent: agent.pid,
       }),
+      async addControlWorker() {
+        const name = `control${moreControls.length + 2}`;
+        moreControls.push(await startControl(dir, name, temporal.address, kube.kubeconfig));
+      },
+      async removeControlWorker() {
+        const newest = moreControls.pop();
+        if (newest) await stopPid(newest.pid);
+      },
       stop: stopAll,
     };
   } catch (err) {

@@ -1,0 +1,65 @@
+// The Temporal servers the bench can run against, one entry per kind: the dev server it starts
+// itself, or a server already running at an address (NETLEASE_BENCH_TEMPORAL). A production-shaped
+// server the bench starts itself (e.g. on PostgreSQL) is one more entry of KINDS.
+import { openSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort } from '../../tools/processes';
+import { startDevServer } from '../../tools/temporal-server';
+
+export interface BenchTemporal {
+  /** As the report names it. */
+  label: string;
+  address: string;
+  /** Its processes whose CPU every netlease row is charged, by name (the first is `temporal`). */
+  pids: Record<string, number>;
+  stop(): Promise<void>;
+}
+
+export interface TemporalKind {
+  label: string;
+  start(dir: string, tuned: boolean): Promise<BenchTemporal>;
+}
+
+/** The pinned dev server (SQLite in memory, one history shard), on a free loopback port. */
+const devServer: TemporalKind = {
+  label: 'dev server',
+  async start(dir, tuned) {
+    const logFd = openSync(join(dir, 'temporal.log'), 'a');
+    const server = await startDevServer({ port: await freePort(), tuned, logFd });
+    const label = `dev server${tuned ? '' : ' (untuned)'}`;
+    return { label, address: server.address, pids: { temporal: server.pid }, stop: server.stop };
+  },
+};
+
+/**
+ * A server someone else runs (its namespace and netlease's search attributes registered): the
+ * bench neither starts nor stops it. Its CPU is charged only for the processes named in `pids`.
+ */
+const existingServer = (address: string, pids: Record<string, number>): TemporalKind => ({
+  label: `server at ${address}`,
+  start: async () => ({ label: `server at ${address}`, address, pids, stop: async () => undefined }),
+});
+
+/** The kinds by the name NETLEASE_BENCH_TEMPORAL gives them; anything else is an address. */
+const KINDS: Record<string, TemporalKind> = { dev: devServer };
+
+/** `name=pid,name=pid` (NETLEASE_BENCH_TEMPORAL_PIDS): the existing server's processes. */
+function namedPids(text: string | undefined): Record<string, number> {
+  const pairs = (text ?? '').split(',').filter((p) => p.includes('='));
+  return Object.fromEntries(pairs.map((p) => [p.split('=')[0] as string, Number(p.split('=')[1])]));
+}
+
+/**
+ * NETLEASE_BENCH_TEMPORAL: `dev` (default), a kind's name, or `host:port` of a running server;
+ * comma-separated, the bench measures on each in turn in one run. NETLEASE_BENCH_TEMPORAL_PIDS
+ * names a running server's processes (`temporal=123,postgres=456`) so its CPU is counted.
+ */
+export function selectedServers(env: NodeJS.ProcessEnv = process.env): TemporalKind[] {
+  const names = (env.NETLEASE_BENCH_TEMPORAL ?? 'dev').split(',').map((n) => n.trim());
+  return names
+    .filter((n) => n !== '')
+    .map((n) => KINDS[n] ?? existingServer(n, namedPids(env.NETLEASE_BENCH_TEMPORAL_PIDS)));
+}
+
+/** Whether the bench started this server itself (a fresh one: its workflow ids are free). */
+export const isOwnServer = (kind: TemporalKind): boolean => Object.values(KINDS).includes(kind);
