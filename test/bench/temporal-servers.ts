@@ -37,7 +37,7 @@ const devServer: TemporalKind = {
  */
 const existingServer = (address: string, pids: Record<string, number>): TemporalKind => ({
   label: `server at ${address}`,
-  start: async () => ({ label: `server at ${address}`, address, pids, stop: async () => undefined }),
+  start: async () => ({ label: 'existing server', address, pids, stop: async () => undefined }),
 });
 
 /** The kinds by the name NETLEASE_BENCH_TEMPORAL gives them; anything else is an address. */

@@ -94,3 +94,32 @@ export function timeoutsIn(history: History): Map<string, number> {
   }
   return counts;
 }
+
+/**
+ * Workflow tasks scheduled on the normal queue after the first (any worker may take them, and one
+ * without the workflow cached replays its whole history), and how often the completing worker
+ * changed from one task to the next.
+ */
+export function stickiness(history: History): { normalAfterFirst: number; switches: number } {
+  const events = history.events ?? [];
+  const normal = events.filter(
+    (e) =>
+      e.workflowTaskScheduledEventAttributes?.taskQueue?.kind ===
+      temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL,
+  ).length;
+  const workers = events.map(completedBy).filter((id) => id !== undefined);
+  const switches = workers.filter((id, i) => i > 0 && id !== workers[i - 1]).length;
+  return { normalAfterFirst: Math.max(normal - 1, 0), switches };
+}
+
+/** Signals a history received, by `<signal> from <sender identity>`. */
+export function signalsIn(history: History): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const e of history.events ?? []) {
+    const signal = e.workflowExecutionSignaledEventAttributes;
+    if (!signal) continue;
+    const key = `${signal.signalName ?? '?'} from ${signal.identity ?? '?'}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}

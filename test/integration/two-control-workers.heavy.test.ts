@@ -25,6 +25,8 @@ import { nodeAddressEvents } from '../../temporal/histories';
 import {
   handover,
   historyOf,
+  signalsIn,
+  stickiness,
   tasksByWorker,
   timeoutsIn,
   workerAt,
@@ -188,12 +190,18 @@ async function leaseTasksByWorker(uids: string[]): Promise<Map<string, number>> 
   return total;
 }
 
-/** Workflow task timeouts and activity retries in these leases' histories, summed. */
+/** Workflow task timeouts, activity retries, lost stickiness and signals in these leases' histories, summed. */
 async function leaseTimeouts(uids: string[]): Promise<string> {
   const total = new Map<string, number>();
-  for (const uid of uids)
-    for (const [kind, n] of timeoutsIn(await historyOf(temporal.client, leaseWorkflowId(uid, 'eth0'))))
-      total.set(kind, (total.get(kind) ?? 0) + n);
+  const add = (kind: string, n: number) => total.set(kind, (total.get(kind) ?? 0) + n);
+  for (const uid of uids) {
+    const history = await historyOf(temporal.client, leaseWorkflowId(uid, 'eth0'));
+    for (const [kind, n] of timeoutsIn(history)) add(kind, n);
+    for (const [kind, n] of signalsIn(history)) add(`signal ${kind}`, n);
+    const { normalAfterFirst, switches } = stickiness(history);
+    add('tasks on the normal queue after the first', normalAfterFirst);
+    add('worker switches', switches);
+  }
   return JSON.stringify([...total]);
 }
 
