@@ -22,10 +22,10 @@ export interface PostgresOptions {
   logFd?: number;
 }
 
-const SUPERUSER = 'postgres';
+export const SUPERUSER = 'postgres';
 
 /** The newest PostgreSQL the Debian packages installed (`/usr/lib/postgresql/<major>/bin`). */
-function binDir(): string {
+export function binDir(): string {
   const root = '/usr/lib/postgresql';
   const majors = existsSync(root) ? readdirSync(root).filter((d) => /^\d+$/.test(d)) : [];
   const newest = majors.sort((a, b) => Number(b) - Number(a))[0];
