@@ -3,7 +3,8 @@
 // keeps failing wedges the lease: nothing it is sent is processed).
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { madeByHand, reconcileScheduleId } from '../domain/ids';
-import type { LeaseExecution } from '../temporal/visibility';
+import type { NodeTables } from '../domain/address-ownership';
+import { describeLease, type LeaseExecution } from '../temporal/visibility';
 import { FAILING_TASK_REMEDY, failingWorkflowTask } from '../temporal/workflow-task';
 import type { Context } from './context';
 import { mapLimited } from './resolve';
@@ -105,4 +106,34 @@ export async function checkTasks(context: Context, leases: LeaseExecution[]): Pr
       });
   });
   return { problems, notes: [], checked: [`tasks: ${leases.length} open leases' workflow tasks`] };
+}
+
+/** Every owner the node tables hold addresses for. */
+export const ownersOf = (nodes: NodeTables[]): Set<string> =>
+  new Set(
+    nodes.flatMap((n) =>
+      Object.values(n.tables).flatMap((t) => Object.values(t.allocations).map((a) => a.owner)),
+    ),
+  );
+
+/**
+ * The open leases as their workflows say now, not as visibility (which lags) listed them: each
+ * listed run that is still open, and each owner in the tables that visibility does not list yet.
+ */
+export async function openLeasesNow(
+  context: Context,
+  listed: LeaseExecution[],
+  owners: Set<string>,
+): Promise<LeaseExecution[]> {
+  const { client, taskQueue } = context;
+  const unlisted = [...owners].filter((owner) => !listed.some((l) => l.workflowId === owner));
+  const runs = await mapLimited(
+    [
+      ...listed.map((l) => [l.workflowId, l.runId] as const),
+      ...unlisted.map((id) => [id, undefined] as const),
+    ],
+    16,
+    ([id, runId]) => describeLease(client, taskQueue, id, runId),
+  );
+  return runs.filter((run): run is LeaseExecution => run?.open === true);
 }

@@ -1,7 +1,9 @@
 // `netleasectl nodes` and `netleasectl pools`: incarnations, blocks, and used/free/cooling
 // addresses per block, per node and per pool.
 import { blockUsage, type BlockUsage } from '../domain/allocation';
+import { nodeWorkflowId } from '../domain/ids';
 import { knownNodes, knownPools } from '../temporal/visibility';
+import { workflowIsGone } from '../temporal/workflow-gone';
 import { nodeStateQuery, type NodeState } from '../workflows/node-messages';
 import { poolStateQuery, type PoolState } from '../workflows/pool-messages';
 import { onlyOptions, positionals, type CommandLine } from './args';
@@ -17,8 +19,18 @@ export interface NodeView {
   blocks: Array<BlockUsage & { pool: string; live: boolean }>;
 }
 
-export async function readNodes(context: Context): Promise<NodeView[]> {
-  const nodes = await knownNodes(context.client, context.taskQueue);
+/**
+ * The open node workflows visibility lists, and those of `alsoNamed` it does not list yet (it
+ * lags: read by their ids, when open), by name.
+ */
+export async function readNodes(context: Context, alsoNamed: string[] = []): Promise<NodeView[]> {
+  const listed = await knownNodes(context.client, context.taskQueue);
+  const unlisted = [...new Set(alsoNamed)].filter((name) => !listed.some((n) => n.name === name));
+  const open = await mapLimited(unlisted, 8, (name) => workflowIsGone(context.client, nodeWorkflowId(name)));
+  const nodes = [
+    ...listed.map((n) => ({ name: n.name || n.workflowId.replace(/^node\//, ''), workflowId: n.workflowId })),
+    ...unlisted.filter((_, i) => !open[i]).map((name) => ({ name, workflowId: nodeWorkflowId(name) })),
+  ];
   const now = Date.now();
   const views = await mapLimited(nodes, 8, async (n): Promise<NodeView> => {
     try {
@@ -29,9 +41,9 @@ export async function readNodes(context: Context): Promise<NodeView[]> {
           ? blockUsage(t, spec, now).map((b) => ({ ...b, pool, live: b.incarnation === state.incarnation }))
           : [];
       });
-      return { name: n.name || n.workflowId.replace(/^node\//, ''), workflowId: n.workflowId, state, blocks };
+      return { ...n, state, blocks };
     } catch (err) {
-      return { name: n.name, workflowId: n.workflowId, error: (err as Error).message, blocks: [] };
+      return { ...n, error: (err as Error).message, blocks: [] };
     }
   });
   return views.sort((a, b) => a.name.localeCompare(b.name));

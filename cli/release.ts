@@ -67,7 +67,8 @@ export function releaseCommand(line: CommandLine): Run {
         return 1;
       }
     }
-    if (!(await signalRelease(context.client, lease.workflowId, `netleasectl: ${reason}`)))
+    // The run resolved (and confirmed open) above, not whatever run the id has by now.
+    if (!(await signalRelease(context.client, lease.workflowId, `netleasectl: ${reason}`, lease.runId)))
       throw new OperationError(`${lease.workflowId} closed before the release signal reached it`);
     emit(
       context.output,

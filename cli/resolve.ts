@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { LeaseState } from '../domain/lease';
 import { leaseStateQuery } from '../workflows/lease-messages';
 import { parseAddress } from '../domain/cidr';
-import { leaseExecutions, type LeaseExecution } from '../temporal/visibility';
+import { describeLease, leaseExecutions, type LeaseExecution } from '../temporal/visibility';
 import { argument, OperationError } from './args';
 import type { Context } from './context';
 
@@ -28,12 +28,37 @@ function conditionOf(ref: string) {
 
 /** The leases `ref` names: the open ones, or else the latest closed run of each. */
 export async function resolveLeases(context: Context, ref: string): Promise<LeaseExecution[]> {
-  const all = await leaseExecutions(context.client, context.taskQueue, conditionOf(ref));
+  const all = await confirmed(
+    context,
+    ref,
+    await leaseExecutions(context.client, context.taskQueue, conditionOf(ref)),
+  );
   const open = all.filter((e) => e.open);
   if (open.length) return open;
   const latest = new Map<string, LeaseExecution>();
   for (const e of all) if (!latest.has(e.workflowId)) latest.set(e.workflowId, e);
   return [...latest.values()];
+}
+
+/**
+ * Visibility lags: each run it listed as the workflow has it now (open or closed, its phase), and
+ * the current run of each workflow it named (or `ref` names) that it does not list yet, when that
+ * run still matches `ref`. Newest first.
+ */
+async function confirmed(context: Context, ref: string, listed: LeaseExecution[]): Promise<LeaseExecution[]> {
+  const { client, taskQueue } = context;
+  const runs = await mapLimited(
+    listed,
+    8,
+    async (e) => (await describeLease(client, taskQueue, e.workflowId, e.runId)) ?? e,
+  );
+  const ids = new Set(listed.map((e) => e.workflowId));
+  if (ref.startsWith('lease/')) ids.add(ref);
+  const current = await mapLimited([...ids], 8, (id) => describeLease(client, taskQueue, id));
+  const matches = (e: LeaseExecution) => !isAddress(ref) || e.addresses.includes(ref);
+  for (const run of current)
+    if (run && matches(run) && !runs.some((e) => e.runId === run.runId)) runs.push(run);
+  return runs.sort((x, y) => y.startTime.getTime() - x.startTime.getTime());
 }
 
 /** Exactly one lease, or an error saying what matched. */

@@ -11,8 +11,11 @@ import { unlessGone } from './workflow-gone';
 const ignoringClosed = (send: () => Promise<void>): Promise<boolean> =>
   unlessGone(async () => (await send(), true), false);
 
-export const signalRelease = (client: Client, leaseId: string, reason: string) =>
-  ignoringClosed(() => client.workflow.getHandle(leaseId).signal(releaseSignal, { reason, nodeGone: false }));
+/** With `runId`, only that run is released (false when it has closed, even if a newer one runs). */
+export const signalRelease = (client: Client, leaseId: string, reason: string, runId?: string) =>
+  ignoringClosed(() =>
+    client.workflow.getHandle(leaseId, runId).signal(releaseSignal, { reason, nodeGone: false }),
+  );
 
 export const signalPodRunning = (client: Client, leaseId: string) =>
   ignoringClosed(() => client.workflow.getHandle(leaseId).signal(podRunningSignal));

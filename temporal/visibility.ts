@@ -1,6 +1,8 @@
 // The durable known set: open lease and node workflows of this control plane (its task queue),
 // read from Temporal visibility. Compact facts only.
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
+import { unlessGone } from './workflow-gone';
 
 export interface KnownLease {
   workflowId: string;
@@ -72,6 +74,39 @@ export interface LeaseExecution {
 
 const quoted = (value: string) => `'${value.replace(/['\\]/g, '')}'`;
 
+/** The compact facts of a run, from a listing or a describe. */
+function executionOf(e: Omit<WorkflowExecutionInfo, 'raw'>): LeaseExecution {
+  const a = e.searchAttributes as Record<string, unknown>;
+  return {
+    workflowId: e.workflowId,
+    runId: e.runId,
+    open: e.status.name === 'RUNNING',
+    startTime: e.startTime,
+    ...(e.closeTime ? { closeTime: e.closeTime } : {}),
+    podUid: first(a.PodUID),
+    podRef: first(a.PodRef),
+    ifName: first(a.IfName),
+    nodeName: first(a.NodeName),
+    phase: first(a.LeasePhase),
+    addresses: Array.isArray(a.IPAddresses) ? a.IPAddresses.map(String) : [],
+  };
+}
+
+/**
+ * A lease run as the workflow itself has it now (a describe reads its state, not visibility,
+ * which lags): the current run without `runId`. undefined when there is no such lease workflow
+ * on this task queue.
+ */
+export async function describeLease(
+  client: Client,
+  taskQueue: string,
+  workflowId: string,
+  runId?: string,
+): Promise<LeaseExecution | undefined> {
+  const e = await unlessGone(() => client.workflow.getHandle(workflowId, runId).describe(), undefined);
+  return e && e.type === LEASE_WORKFLOW_TYPE && e.taskQueue === taskQueue ? executionOf(e) : undefined;
+}
+
 /** Lease runs on this task queue matching the conditions (search attribute → value), newest first. */
 export async function leaseExecutions(
   client: Client,
@@ -93,22 +128,7 @@ export async function leaseExecutions(
   for (const [key, value] of Object.entries(attributes))
     if (value !== undefined) conditions.push(`${key} = ${quoted(value)}`);
   const rows: LeaseExecution[] = [];
-  for await (const e of client.workflow.list({ query: conditions.join(' AND ') })) {
-    const a = e.searchAttributes as Record<string, unknown>;
-    rows.push({
-      workflowId: e.workflowId,
-      runId: e.runId,
-      open: e.status.name === 'RUNNING',
-      startTime: e.startTime,
-      ...(e.closeTime ? { closeTime: e.closeTime } : {}),
-      podUid: first(a.PodUID),
-      podRef: first(a.PodRef),
-      ifName: first(a.IfName),
-      nodeName: first(a.NodeName),
-      phase: first(a.LeasePhase),
-      addresses: Array.isArray(a.IPAddresses) ? a.IPAddresses.map(String) : [],
-    });
-  }
+  for await (const e of client.workflow.list({ query: conditions.join(' AND ') })) rows.push(executionOf(e));
   return rows.sort((x, y) => y.startTime.getTime() - x.startTime.getTime());
 }
 

@@ -1,0 +1,261 @@
+// Every path that lists by visibility, while visibility lags on purpose (a psql session holds the
+// visibility table locked: test/harness/visibility-lag), then after it catches up: the reconciler,
+// the pod watcher and netleasectl never act on what visibility has not caught up with, and what
+// visibility missed is handled once it lists it. Production Temporal only (npm run test:production).
+import { join } from 'node:path';
+import { leaseWorkflowId } from '../../domain/ids';
+import { ClusterReader } from '../../kubernetes/cluster-reader';
+import { signalRelease } from '../../temporal/signals';
+import { knownLeases, knownNodes } from '../../temporal/visibility';
+import { runToEnd, type Finished } from '../../tools/processes';
+import { PodEvents } from '../../worker/control/watchers/pod-events';
+import { expectReplayed } from '../harness/replay';
+import { Scenario } from '../harness/scenario';
+import { kubeconfigPath } from '../harness/kube';
+import { temporalAddress, uniqueName } from '../harness/temporal';
+import { holdVisibility, type VisibilityLag } from '../harness/visibility-lag';
+import { waitForValue } from '../harness/wait';
+
+let scenario: Scenario;
+// Watchers off: each test hands pod events to the watcher's code itself, at a known moment. A long
+// reuse cooldown: a lease made again for a pod gets new addresses, not the ones it had.
+beforeAll(
+  async () => (scenario = await Scenario.create('vlag', { watch: false, reuseCooldownSeconds: 600 })),
+);
+afterAll(async () => scenario?.close());
+
+/** Measured figures, printed at the end: how long visibility was held back, how long paths took after. */
+const figures: Record<string, number> = {};
+afterAll(() => process.stdout.write(`\nvisibility lag figures (ms): ${JSON.stringify(figures)}\n`));
+
+/** Runs `work` with visibility held back; releases it however `work` ends. */
+async function whileLagging<T>(name: string, work: (lag: VisibilityLag) => Promise<T>): Promise<T> {
+  const lag = await holdVisibility();
+  let released = false;
+  try {
+    const result = await work(lag);
+    figures[`${name}: held`] = await lag.release();
+    released = true;
+    return result;
+  } finally {
+    if (!released) await lag.release().catch(() => undefined);
+  }
+}
+
+/** Waits until `done` holds after visibility was released; records how long that took. */
+async function converged<T>(name: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const started = Date.now();
+  const value = await waitForValue(read, done, 120_000, 500, name);
+  figures[`${name}: after release`] = Date.now() - started;
+  return value;
+}
+
+const CLI = join(__dirname, '..', '..', 'cli', 'netleasectl.js');
+
+/** The real CLI against the test's servers, JSON output; stdin is not a terminal. */
+const ctl = (...args: string[]): Promise<Finished> =>
+  runToEnd('node', [
+    CLI,
+    ...args,
+    ...['--address', temporalAddress(), '--task-queue', scenario.temporal.taskQueue],
+    ...['--kubeconfig', kubeconfigPath(), '--output', 'json'],
+  ]);
+
+const listedUids = async () =>
+  (await knownLeases(scenario.temporal.client, scenario.temporal.taskQueue)).map((l) => l.podUid);
+
+/** A pod on a new node with its lease made by an ADD (Active). */
+async function podWithLease(name: string): Promise<{ node: string; uid: string }> {
+  const node = uniqueName('vlag-node');
+  await scenario.cluster.createNode(node);
+  const uid = await scenario.cluster.createPod(name, node);
+  await scenario.add(name, uid, node);
+  return { node, uid };
+}
+
+test('holding the visibility table holds back the listing of a started lease until it is released', async () => {
+  const uid = await whileLagging('started lease', async (lag) => {
+    const { uid } = await podWithLease('held-1');
+    expect((await scenario.leaseState(uid)).phase).toBe('Active');
+    // Its visibility writes wait on the lock (not luck: the lock), past the server's own timeout
+    // for one write: it gives each up after about 3 s and tries again, never drops it.
+    let longest = 0;
+    const sample = async () => {
+      const [blocked, oldest] = [await lag.blockedWrites(), await lag.oldestWaitMs()];
+      longest = Math.max(longest, oldest);
+      return { held: Date.now() - lag.since, blocked };
+    };
+    await waitForValue(
+      sample,
+      (s) => s.held >= 15_000 && s.blocked > 0,
+      60_000,
+      500,
+      'writes blocked for 15 s',
+    );
+    figures['longest wait of one blocked write'] = longest;
+    expect(await listedUids()).not.toContain(uid);
+    return uid;
+  });
+  await converged('started lease listed', listedUids, (uids) => uids.includes(uid));
+}, 240_000);
+
+test('the reconciler leaves an unlisted lease alone and releases it once listed if its pod is gone', async () => {
+  const { uid } = await whileLagging('reconciler, unlisted lease', async () => {
+    const made = await podWithLease('gone-1');
+    await scenario.cluster.deletePod('gone-1');
+    const summary = await scenario.reconcile();
+    expect(summary.released).toBe(0);
+    expect((await scenario.leaseState(made.uid)).phase).toBe('Active');
+    return made;
+  });
+  await converged(
+    'reconciler releases once listed',
+    () => scenario.reconcile(),
+    (s) => s.released >= 1,
+  );
+  const state = await scenario.waitForPhase(uid, 'Released');
+  expect(state.releaseReason).toMatch(/reconciler: pod .*gone-1 .* no longer exists/);
+}, 240_000);
+
+test('a pod deletion the watcher handles before its lease is listed is released by the reconciler', async () => {
+  const { core } = scenario.cluster.clients;
+  const events = new PodEvents(
+    new ClusterReader(core),
+    scenario.temporal.client,
+    scenario.temporal.taskQueue,
+  );
+  const { uid } = await whileLagging('watcher, unlisted lease', async () => {
+    const made = await podWithLease('gone-2');
+    const pod = await core.readNamespacedPod({ name: 'gone-2', namespace: scenario.cluster.namespace });
+    await scenario.cluster.deletePod('gone-2');
+    await events.handle('DELETED', pod);
+    expect((await scenario.leaseState(made.uid)).phase).toBe('Active');
+    return made;
+  });
+  await converged(
+    'watcher miss released by the reconciler',
+    () => scenario.reconcile(),
+    (s) => s.released >= 1,
+  );
+  const state = await scenario.waitForPhase(uid, 'Released');
+  expect(state.releaseReason).toMatch(/reconciler: pod .*gone-2 .* no longer exists/);
+}, 240_000);
+
+test('the reconciler neither counts nor repeats work on a lease whose listed phase is stale', async () => {
+  const { cluster } = scenario;
+  const a = await podWithLease('stale-a');
+  const b = await podWithLease('stale-b');
+  await scenario.listed(a.uid, b.uid);
+  const before = await scenario.leaseState(a.uid);
+  await whileLagging('reconciler, stale phases', async () => {
+    await cluster.setPodPhase('stale-a', 'Running');
+    expect((await scenario.reconcile()).confirmedRunning).toBeGreaterThanOrEqual(1);
+    await scenario.waitForPhase(a.uid, 'Running');
+    // b is released by hand and its pod deleted: visibility still lists it open, and Active.
+    await signalRelease(scenario.temporal.client, leaseWorkflowId(b.uid, 'eth0'), 'by hand');
+    await scenario.waitForPhase(b.uid, 'Released');
+    await cluster.deletePod('stale-b');
+    const listed = await knownLeases(scenario.temporal.client, scenario.temporal.taskQueue);
+    expect(listed.filter((l) => [a.uid, b.uid].includes(l.podUid)).map((l) => l.phase)).toEqual([
+      'Active',
+      'Active',
+    ]);
+    const summary = await scenario.reconcile();
+    expect(summary.released).toBe(0);
+  });
+  const a2 = await scenario.leaseState(a.uid);
+  expect([a2.phase, a2.addresses]).toEqual(['Running', before.addresses]);
+  expect((await scenario.leaseState(b.uid)).releaseReason).toBe('by hand');
+  await converged(
+    'stale phases caught up',
+    () => knownLeases(scenario.temporal.client, scenario.temporal.taskQueue),
+    (leases) =>
+      leases.some((l) => l.podUid === a.uid && l.phase === 'Running') &&
+      !leases.some((l) => l.podUid === b.uid),
+  );
+  const after = await scenario.reconcile();
+  expect([after.released, after.confirmedRunning]).toEqual([0, 0]);
+}, 240_000);
+
+test('a node replaced while visibility still lists its old incarnation keeps its new leases', async () => {
+  const { cluster } = scenario;
+  const { client, taskQueue } = scenario.temporal;
+  const { node, uid: oldPod } = await podWithLease('inc-old');
+  const oldUid = (await cluster.clients.core.readNode({ name: node })).metadata?.uid ?? '';
+  await scenario.reconcile(); // observes the first incarnation
+  const uidListed = async () => (await knownNodes(client, taskQueue)).find((n) => n.name === node)?.uid;
+  await waitForValue(uidListed, (uid) => uid === oldUid, 30_000, 200, 'the first incarnation listed');
+  const { newUid, newPod } = await whileLagging('reconciler, replaced node', async () => {
+    await cluster.deleteNode(node);
+    const newUid = await cluster.createNode(node);
+    await scenario.reconcile(); // the old incarnation is deleted, the new one observed
+    const newPod = await cluster.createPod('inc-new', node);
+    await scenario.add('inc-new', newPod, node);
+    expect(await uidListed()).toBe(oldUid); // stale: the node workflow has moved on
+    await scenario.reconcile();
+    await scenario.reconcile();
+    return { newUid, newPod };
+  });
+  await scenario.waitForPhase(oldPod, 'Released');
+  expect((await scenario.leaseState(newPod)).phase).toBe('Active');
+  const state = await scenario.nodeState(node);
+  expect(state.incarnation).toBe(newUid);
+  expect(Object.keys(state.retired)).not.toContain(newUid);
+  await converged('new incarnation listed', uidListed, (uid) => uid === newUid);
+  const after = await scenario.reconcile();
+  expect([after.nodesDeleted, after.nodesReplaced]).toEqual([0, 0]);
+  expect((await scenario.leaseState(newPod)).phase).toBe('Active');
+}, 240_000);
+
+test('netleasectl lease finds a lease visibility does not list yet', async () => {
+  const { uid } = await whileLagging('netleasectl lease, unlisted lease', async () => {
+    const made = await podWithLease('ctl-new');
+    expect(await listedUids()).not.toContain(made.uid);
+    const shown = await ctl('lease', leaseWorkflowId(made.uid, 'eth0'));
+    expect(shown.stderr).toBe('');
+    expect(JSON.parse(shown.stdout)).toMatchObject({ open: true, state: { phase: 'Active' } });
+    return made;
+  });
+  await converged('unlisted lease listed', listedUids, (uids) => uids.includes(uid));
+}, 240_000);
+
+test('netleasectl check calls a lease visibility does not list yet no problem', async () => {
+  const { uid } = await whileLagging('netleasectl check, unlisted lease', async () => {
+    const made = await podWithLease('ctl-check');
+    expect(await listedUids()).not.toContain(made.uid);
+    const check = await ctl('check');
+    expect(check.stdout).toMatch(/addresses: [1-9]\d* allocations/);
+    expect(check.stdout).not.toContain(made.uid);
+    return made;
+  });
+  await converged('checked lease listed', listedUids, (uids) => uids.includes(uid));
+  expect((await ctl('check')).stdout).not.toContain(uid);
+}, 240_000);
+
+test('netleasectl release acts on the run it confirmed, not on one visibility shows stale', async () => {
+  const { uid, node } = await podWithLease('ctl-rerun');
+  await scenario.listed(uid);
+  const id = leaseWorkflowId(uid, 'eth0');
+  const first = await scenario.leaseState(uid);
+  const old = first.addresses.find((a) => !a.address.includes(':'))?.address ?? '';
+  await whileLagging('netleasectl, stale run', async () => {
+    await signalRelease(scenario.temporal.client, id, 'by hand');
+    await scenario.waitForPhase(uid, 'Released');
+    await scenario.add('ctl-rerun', uid, node); // a new run of the same lease, new addresses
+    expect((await scenario.leaseState(uid)).addresses.map((a) => a.address)).not.toContain(old);
+    const stale = await knownLeases(scenario.temporal.client, scenario.temporal.taskQueue);
+    expect(stale.find((l) => l.podUid === uid)?.phase).toBe('Active'); // the released run, stale
+    const release = await ctl('release', old, '--reason', 'stale test', '--yes');
+    expect(release.stderr).toContain('already Released: nothing to release');
+    expect(release.exitCode).toBe(1);
+    const shown = JSON.parse((await ctl('lease', id)).stdout) as { state: { phase: string } };
+    expect(shown.state.phase).toBe('Active');
+  });
+  const now = await scenario.leaseState(uid);
+  expect(now.phase).toBe('Active');
+  expect(now.releaseReason ?? '').not.toContain('stale test');
+}, 240_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(scenario.temporal, 12);
+});
