@@ -7,6 +7,7 @@ import type { temporal } from '@temporalio/proto';
 import type { AddressGrant, Allocation } from '../domain/allocation';
 import { nodeWorkflowId } from '../domain/ids';
 import type { NodeOperation, OperationOutcome } from '../workflows/node-messages';
+import { unlessGone } from './workflow-gone';
 
 type Payload = temporal.api.common.v1.IPayload;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -129,18 +130,36 @@ function addressEventsOfRun(events: HistoryEvent[], runId: string): AddressEvent
   return found;
 }
 
+/** Runs of one workflow followed back along continue-as-new: far more than a node ever makes. */
+const MAX_RUNS = 100_000;
+
+/**
+ * Every run of `workflowId` with its history, oldest first: the current run and, back along
+ * continue-as-new, the runs before it (each run's first event names the one before it; visibility
+ * lags and may not list the newest yet), and any earlier runs of the id only visibility knows.
+ */
+async function runHistories(client: Client, workflowId: string) {
+  const histories = new Map<string, HistoryEvent[]>();
+  const fetchRun = async (runId: string) =>
+    (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+  const current = await unlessGone(() => client.workflow.getHandle(workflowId).describe(), undefined);
+  let runId = current?.runId;
+  for (let n = 0; runId && !histories.has(runId) && n < MAX_RUNS; n++) {
+    const events = await unlessGone(() => fetchRun(runId as string), undefined);
+    if (!events) break; // past the namespace's retention
+    histories.set(runId, events);
+    runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+  }
+  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId.replace(/'/g, '')}'` }))
+    if (!histories.has(run.runId)) histories.set(run.runId, await fetchRun(run.runId));
+  const startOf = (events: HistoryEvent[]) => (events[0] ? timeOf(events[0]).getTime() : 0);
+  return [...histories].sort(([, a], [, b]) => startOf(a) - startOf(b));
+}
+
 /** Every address event of node/<nodeName>, over all its runs (oldest first). */
 export async function nodeAddressEvents(client: Client, nodeName: string): Promise<AddressEvent[]> {
-  const workflowId = nodeWorkflowId(nodeName);
-  const runs: Array<{ runId: string; start: number }> = [];
-  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId.replace(/'/g, '')}'` })) {
-    runs.push({ runId: run.runId, start: run.startTime.getTime() });
-  }
-  runs.sort((a, b) => a.start - b.start);
   const events: AddressEvent[] = [];
-  for (const run of runs) {
-    const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
-    events.push(...addressEventsOfRun(history.events ?? [], run.runId));
-  }
+  for (const [runId, history] of await runHistories(client, nodeWorkflowId(nodeName)))
+    events.push(...addressEventsOfRun(history, runId));
   return events;
 }

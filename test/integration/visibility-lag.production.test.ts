@@ -3,8 +3,11 @@
 // the pod watcher and netleasectl never act on what visibility has not caught up with, and what
 // visibility missed is handled once it lists it. Production Temporal only (npm run test:production).
 import { join } from 'node:path';
-import { leaseWorkflowId } from '../../domain/ids';
+import { z } from 'zod';
+import type { PoolSpec } from '../../domain/config';
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
+import { nodeAddressEvents } from '../../temporal/histories';
 import { signalRelease } from '../../temporal/signals';
 import { knownLeases, knownNodes } from '../../temporal/visibility';
 import { runToEnd, type Finished } from '../../tools/processes';
@@ -12,6 +15,7 @@ import { PodEvents } from '../../worker/control/watchers/pod-events';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { kubeconfigPath } from '../harness/kube';
+import { nodeOperations } from '../harness/node-operations';
 import { temporalAddress, uniqueName } from '../harness/temporal';
 import { holdVisibility, type VisibilityLag } from '../harness/visibility-lag';
 import { waitForValue } from '../harness/wait';
@@ -60,6 +64,11 @@ const ctl = (...args: string[]): Promise<Finished> =>
     ...['--address', temporalAddress(), '--task-queue', scenario.temporal.taskQueue],
     ...['--kubeconfig', kubeconfigPath(), '--output', 'json'],
   ]);
+
+const CheckSchema = z.object({
+  problems: z.array(z.object({ problem: z.string() })),
+  checked: z.array(z.string()),
+});
 
 const listedUids = async () =>
   (await knownLeases(scenario.temporal.client, scenario.temporal.taskQueue)).map((l) => l.podUid);
@@ -219,17 +228,26 @@ test('netleasectl lease finds a lease visibility does not list yet', async () =>
   await converged('unlisted lease listed', listedUids, (uids) => uids.includes(uid));
 }, 240_000);
 
-test('netleasectl check calls a lease visibility does not list yet no problem', async () => {
-  const { uid } = await whileLagging('netleasectl check, unlisted lease', async () => {
-    const made = await podWithLease('ctl-check');
-    expect(await listedUids()).not.toContain(made.uid);
-    const check = await ctl('check');
-    expect(check.stdout).toMatch(/addresses: [1-9]\d* allocations/);
-    expect(check.stdout).not.toContain(made.uid);
-    return made;
+test('netleasectl check calls leases and nodes visibility does not list yet no problem', async () => {
+  const { client, taskQueue } = scenario.temporal;
+  const known = await podWithLease('ctl-known');
+  await scenario.listed(known.uid);
+  const nodeListed = async () => (await knownNodes(client, taskQueue)).some((n) => n.name === known.node);
+  await waitForValue(nodeListed, (listed) => listed, 30_000, 200, `node ${known.node} listed`);
+  const unlisted = await whileLagging('netleasectl check, unlisted', async () => {
+    // One lease on a node visibility lists, one on a node it does not list yet.
+    const onKnown = await scenario.cluster.createPod('ctl-known-2', known.node);
+    await scenario.add('ctl-known-2', onKnown, known.node);
+    const fresh = await podWithLease('ctl-fresh');
+    expect(await listedUids()).not.toContain(onKnown);
+    expect(await listedUids()).not.toContain(fresh.uid);
+    const check = CheckSchema.parse(JSON.parse((await ctl('check')).stdout));
+    expect(check.checked.join('\n')).toMatch(/addresses: [1-9]\d* allocations/);
+    const names = [onKnown, fresh.uid, fresh.node];
+    expect(check.problems.filter((p) => names.some((name) => p.problem.includes(name)))).toEqual([]);
+    return [onKnown, fresh.uid];
   });
-  await converged('checked lease listed', listedUids, (uids) => uids.includes(uid));
-  expect((await ctl('check')).stdout).not.toContain(uid);
+  await converged('checked leases listed', listedUids, (uids) => unlisted.every((uid) => uids.includes(uid)));
 }, 240_000);
 
 test('netleasectl release acts on the run it confirmed, not on one visibility shows stale', async () => {
@@ -254,6 +272,39 @@ test('netleasectl release acts on the run it confirmed, not on one visibility sh
   const now = await scenario.leaseState(uid);
   expect(now.phase).toBe('Active');
   expect(now.releaseReason ?? '').not.toContain('stale test');
+}, 240_000);
+
+test("a node's address history has the runs visibility does not list yet", async () => {
+  const { client, taskQueue } = scenario.temporal;
+  const node = uniqueName('vlag-history');
+  const pool = scenario.config.pools[0] as PoolSpec;
+  const ops = nodeOperations({ client, taskQueue, nodeName: node, historyLimit: 40 });
+  const runOf = async () => (await client.workflow.getHandle(nodeWorkflowId(node)).describe()).runId;
+  const owners = await whileLagging('node history, unlisted runs', async () => {
+    const owners: string[] = [];
+    const allocate = async () => {
+      const owner = `lease/history-${owners.length}/eth0`;
+      await ops.allocate({ owner, podUid: owner, pool, run: 'run-1' });
+      owners.push(owner);
+    };
+    await allocate();
+    const first = await runOf();
+    // Until the node continues as new: its history then spans two runs, neither listed.
+    for (let i = 0; i < 200 && (await runOf()) === first; i++) await allocate();
+    expect(await runOf()).not.toBe(first);
+    await allocate(); // one in the new run too
+    const listed = client.workflow.list({ query: `WorkflowId = '${nodeWorkflowId(node)}'` });
+    let runs = 0;
+    for await (const run of listed) runs += run.runId ? 1 : 0;
+    expect(runs).toBe(0);
+    const events = await nodeAddressEvents(client, node);
+    const allocated = new Set(events.filter((e) => e.kind === 'allocate').map((e) => e.owner));
+    expect(owners.filter((owner) => !allocated.has(owner))).toEqual([]);
+    expect(new Set(events.map((e) => e.runId)).size).toBeGreaterThanOrEqual(2);
+    return owners;
+  });
+  const events = await nodeAddressEvents(client, node);
+  expect(events.filter((e) => e.kind === 'allocate')).toHaveLength(owners.length * 2); // v4 and v6
 }, 240_000);
 
 test('histories of this file replay without nondeterminism', async () => {
