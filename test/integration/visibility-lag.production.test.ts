@@ -11,10 +11,16 @@ import { nodeAddressEvents } from '../../temporal/histories';
 import { signalRelease } from '../../temporal/signals';
 import { knownLeases, knownNodes } from '../../temporal/visibility';
 import { runToEnd, type Finished } from '../../tools/processes';
+import { addressesUsed, leasesByPhase } from '../../observability/control-metrics';
+import { createLog } from '../../observability/log';
+import { startMetricsSampler } from '../../worker/control/metrics-sampler';
 import { PodEvents } from '../../worker/control/watchers/pod-events';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
+import { podCall, runShim, type ShimCall } from '../harness/shim';
 import { kubeconfigPath } from '../harness/kube';
+import { untilListed } from '../harness/listed';
+import { netconf } from '../harness/netconf';
 import { nodeOperations } from '../harness/node-operations';
 import { temporalAddress, uniqueName } from '../harness/temporal';
 import { holdVisibility, type VisibilityLag } from '../harness/visibility-lag';
@@ -72,6 +78,12 @@ const CheckSchema = z.object({
 
 const listedUids = async () =>
   (await knownLeases(scenario.temporal.client, scenario.temporal.taskQueue)).map((l) => l.podUid);
+
+/** Waits until visibility lists these pods' leases as Active (before it is held back). */
+const listedActive = (...uids: string[]) =>
+  untilListed(scenario.temporal.client, scenario.temporal.taskQueue, (leases) =>
+    uids.every((uid) => leases.some((l) => l.podUid === uid && l.phase === 'Active')),
+  );
 
 /** A pod on a new node with its lease made by an ADD (Active). */
 async function podWithLease(name: string): Promise<{ node: string; uid: string }> {
@@ -154,7 +166,7 @@ test('the reconciler neither counts nor repeats work on a lease whose listed pha
   const { cluster } = scenario;
   const a = await podWithLease('stale-a');
   const b = await podWithLease('stale-b');
-  await scenario.listed(a.uid, b.uid);
+  await listedActive(a.uid, b.uid);
   const before = await scenario.leaseState(a.uid);
   await whileLagging('reconciler, stale phases', async () => {
     await cluster.setPodPhase('stale-a', 'Running');
@@ -252,7 +264,7 @@ test('netleasectl check calls leases and nodes visibility does not list yet no p
 
 test('netleasectl release acts on the run it confirmed, not on one visibility shows stale', async () => {
   const { uid, node } = await podWithLease('ctl-rerun');
-  await scenario.listed(uid);
+  await listedActive(uid);
   const id = leaseWorkflowId(uid, 'eth0');
   const first = await scenario.leaseState(uid);
   const old = first.addresses.find((a) => !a.address.includes(':'))?.address ?? '';
@@ -272,6 +284,73 @@ test('netleasectl release acts on the run it confirmed, not on one visibility sh
   const now = await scenario.leaseState(uid);
   expect(now.phase).toBe('Active');
   expect(now.releaseReason ?? '').not.toContain('stale test');
+}, 240_000);
+
+test('CNI GC collects a dropped sandbox of a lease visibility does not list yet once it does', async () => {
+  const { cluster } = scenario;
+  const node = uniqueName('vlag-gc');
+  await cluster.createNode(node);
+  const conf = netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: node });
+  const pod = async (name: string) => ({
+    namespace: cluster.namespace,
+    name,
+    uid: await cluster.createPod(name, node),
+  });
+  const ok = async (call: ShimCall) => expect((await runShim(call)).exitCode).toBe(0);
+  const kept = await pod('gc-kept');
+  await ok(podCall('ADD', kept, conf));
+  await scenario.listed(kept.uid);
+  // The runtime's GC: only the kept sandbox is valid.
+  const gc = () =>
+    ok({
+      command: 'GC',
+      stdin: { ...conf, 'cni.dev/valid-attachments': [{ containerID: `ctr-${kept.uid}`, ifname: 'eth0' }] },
+    });
+  const dropped = await whileLagging('CNI GC, unlisted lease', async () => {
+    const dropped = await pod('gc-dropped');
+    await ok(podCall('ADD', dropped, conf));
+    expect(await listedUids()).not.toContain(dropped.uid);
+    await gc();
+    // Not collected yet (GC finds leases through visibility), and nothing else is touched.
+    expect((await scenario.leaseState(dropped.uid)).attachments).toHaveLength(1);
+    expect((await scenario.leaseState(kept.uid)).attachments).toHaveLength(1);
+    return dropped;
+  });
+  await converged(
+    'GC collects once listed',
+    async () => (await gc(), scenario.leaseState(dropped.uid)),
+    (s) => s.attachments.length === 0,
+  );
+  expect((await scenario.leaseState(dropped.uid)).phase).toBe('Produced');
+  expect((await scenario.leaseState(kept.uid)).attachments).toHaveLength(1);
+}, 240_000);
+
+test('the metrics sampler counts what visibility lists and catches up once it lists more', async () => {
+  const { client, taskQueue } = scenario.temporal;
+  const sampler = startMetricsSampler(client, taskQueue, 3600, createLog('test', 'warn'));
+  const read = async () => {
+    await sampler.sample();
+    const active = (await leasesByPhase.get()).values.find((v) => v.labels.phase === 'Active')?.value ?? 0;
+    const nodes = new Set((await addressesUsed.get()).values.map((v) => String(v.labels.node)));
+    return { active, nodes };
+  };
+  try {
+    const before = await read();
+    const made = await whileLagging('metrics sampler, unlisted lease', async () => {
+      const made = await podWithLease('metrics-1');
+      const stale = await read();
+      expect(stale.active).toBe(before.active); // a count, not a decision: it may lag
+      expect(stale.nodes.has(made.node)).toBe(false);
+      return made;
+    });
+    await converged(
+      'metrics caught up',
+      read,
+      (s) => s.active === before.active + 1 && s.nodes.has(made.node),
+    );
+  } finally {
+    await sampler.stop();
+  }
 }, 240_000);
 
 test("a node's address history has the runs visibility does not list yet", async () => {
