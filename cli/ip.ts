@@ -3,12 +3,12 @@
 import { z } from 'zod';
 import { contains, parseAddress, parsePrefix } from '../domain/cidr';
 import { nodeAddressEvents, type AddressEvent } from '../temporal/histories';
-import { knownNodes, leaseExecutions } from '../temporal/visibility';
-import { nodeStateQuery, type NodeState } from '../workflows/node-messages';
+import { describeLease, leaseExecutions } from '../temporal/visibility';
+import type { NodeState } from '../workflows/node-messages';
 import { argument, onlyOptions, positionals, type CommandLine } from './args';
 import type { Context, Run } from './context';
 import { emit, table, time } from './output';
-import { mapLimited } from './resolve';
+import { readNodes, readPools } from './nodes';
 
 const AddressSchema = z.string().refine((text) => {
   try {
@@ -39,18 +39,20 @@ export function ipCommand(line: CommandLine): Run {
     // blocks contain it now.
     const leases = await leaseExecutions(client, taskQueue, { IPAddresses: text });
     const nodeNames = new Set(leases.map((l) => l.nodeName).filter(Boolean));
+    // Visibility lags: the nodes the pools hand a block with this address to are read by their ids.
+    const owners = (await readPools(context)).flatMap((p) =>
+      Object.entries(p.state?.blocks ?? {})
+        .filter(([block]) => contains(parsePrefix(block), parsed.family, parsed.value))
+        .map(([, owner]) => owner.node),
+    );
     const states = new Map<string, NodeState>();
-    await mapLimited(await knownNodes(client, taskQueue), 8, async (n) => {
-      const state = await client.workflow
-        .getHandle(n.workflowId)
-        .query(nodeStateQuery)
-        .catch(() => undefined);
-      if (!state) return;
-      states.set(n.name, state);
-      const blocks = Object.values(state.tables).flatMap((t) => t.blocks);
+    for (const n of await readNodes(context, owners)) {
+      if (!n.state) continue;
+      states.set(n.name, n.state);
+      const blocks = Object.values(n.state.tables).flatMap((t) => t.blocks);
       if (blocks.some((b) => contains(parsePrefix(b.cidr), parsed.family, parsed.value)))
         nodeNames.add(n.name);
-    });
+    }
     const podOf = new Map(leases.map((l) => [l.workflowId, l.podRef]));
     const holdings: Holding[] = [];
     for (const node of [...nodeNames].sort()) {
@@ -59,8 +61,7 @@ export function ipCommand(line: CommandLine): Run {
     }
     for (const h of holdings) {
       if (!podOf.has(h.owner)) {
-        const found = await leaseExecutions(client, taskQueue, { WorkflowId: h.owner });
-        podOf.set(h.owner, found[0]?.podRef ?? '');
+        podOf.set(h.owner, (await describeLease(client, taskQueue, h.owner))?.podRef ?? '');
       }
       h.pod = podOf.get(h.owner) ?? '';
     }

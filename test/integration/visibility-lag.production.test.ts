@@ -240,6 +240,19 @@ test('netleasectl lease finds a lease visibility does not list yet', async () =>
   await converged('unlisted lease listed', listedUids, (uids) => uids.includes(uid));
 }, 240_000);
 
+test('netleasectl ip names the holder of an address on a node visibility does not list yet', async () => {
+  await whileLagging('netleasectl ip, unlisted node', async () => {
+    const { uid, node } = await podWithLease('ip-new');
+    const address = (await scenario.leaseState(uid)).addresses[0]?.address ?? '';
+    const shown = await ctl('ip', address);
+    expect(shown.stderr).toBe('');
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      current: [{ node, owner: leaseWorkflowId(uid, 'eth0'), pod: `${scenario.cluster.namespace}/ip-new` }],
+      history: [{ owner: leaseWorkflowId(uid, 'eth0'), pod: `${scenario.cluster.namespace}/ip-new` }],
+    });
+  });
+}, 240_000);
+
 test('netleasectl check calls leases and nodes visibility does not list yet no problem', async () => {
   const { client, taskQueue } = scenario.temporal;
   const known = await podWithLease('ctl-known');
