@@ -1,6 +1,6 @@
 // CPU time and resident memory of processes, from /proc: the bench's only meters.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
@@ -21,6 +21,36 @@ export function cpuMs(pid: number): number {
   return ticksToMs((f[11] ?? 0) + (f[12] ?? 0));
 }
 
+/** The PIDs whose parent is `pid`, read from /proc (a child gone meanwhile is skipped). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (statFields(Number(entry))[1] === pid) children.push(Number(entry));
+    } catch {
+      // exited between the listing and the read
+    }
+  }
+  return children;
+}
+
+/**
+ * A server that forks a process per connection (PostgreSQL): its own CPU, that of the children
+ * it has waited for (cutime + cstime), and that of its live children.
+ */
+export function processTreeCpuMs(pid: number): number {
+  const f = statFields(pid);
+  const own = ticksToMs((f[11] ?? 0) + (f[12] ?? 0) + (f[13] ?? 0) + (f[14] ?? 0));
+  return childrenOf(pid).reduce((sum, child) => {
+    try {
+      return sum + cpuMs(child);
+    } catch {
+      return sum;
+    }
+  }, own);
+}
+
 /** cutime + cstime of this process: the CPU of every child it has waited for (the executables). */
 export function waitedChildrenCpuMs(): number {
   const f = statFields('self');
@@ -35,9 +65,13 @@ export function rssMiB(pid: number): number {
 /** CPU ms of named long-lived processes plus `executables` (waited-for children), at one instant. */
 export type CpuSample = Record<string, number>;
 
+/** Named processes whose CPU is their tree's (processTreeCpuMs): a process per connection. */
+export const TREE_PROCESSES = ['postgres'];
+
 export function sampleCpu(pids: Record<string, number>): CpuSample {
   const sample: CpuSample = { executables: waitedChildrenCpuMs() };
-  for (const [name, pid] of Object.entries(pids)) sample[name] = cpuMs(pid);
+  for (const [name, pid] of Object.entries(pids))
+    sample[name] = TREE_PROCESSES.includes(name) ? processTreeCpuMs(pid) : cpuMs(pid);
   return sample;
 }
 

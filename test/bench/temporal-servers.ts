@@ -1,10 +1,11 @@
 // The Temporal servers the bench can run against, one entry per kind: the dev server it starts
-// itself, or a server already running at an address (NETLEASE_BENCH_TEMPORAL). A production-shaped
-// server the bench starts itself (e.g. on PostgreSQL) is one more entry of KINDS.
-import { openSync } from 'node:fs';
+// itself, the production-shaped server on PostgreSQL it starts itself, or a server already running
+// at an address (NETLEASE_BENCH_TEMPORAL).
+import { chmodSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../../tools/processes';
+import { freePort, freePortIn } from '../../tools/processes';
 import { startDevServer } from '../../tools/temporal-server';
+import { startProductionTemporal } from '../../tools/temporal-production';
 
 export interface BenchTemporal {
   /** As the report names it. */
@@ -32,6 +33,22 @@ const devServer: TemporalKind = {
 };
 
 /**
+ * The Temporal server on PostgreSQL (tools/temporal-production.ts, 4 history shards, SQL
+ * visibility), in the bench's directory. PostgreSQL's CPU is its process tree's (proc.ts).
+ */
+const productionServer: TemporalKind = {
+  label: 'production server (PostgreSQL)',
+  async start(dir) {
+    chmodSync(dir, 0o755); // PostgreSQL runs as its own user and must reach its directory
+    const logFd = openSync(join(dir, 'temporal-production.log'), 'a');
+    const port = await freePortIn(20000, 32000);
+    const server = await startProductionTemporal({ dir: join(dir, 'temporal-production'), port, logFd });
+    const pids = { temporal: server.pid, postgres: server.postgres.pid };
+    return { label: 'production server', address: server.address, pids, stop: server.stop };
+  },
+};
+
+/**
  * A server someone else runs (its namespace and netlease's search attributes registered): the
  * bench neither starts nor stops it. Its CPU is charged only for the processes named in `pids`.
  */
@@ -41,7 +58,7 @@ const existingServer = (address: string, pids: Record<string, number>): Temporal
 });
 
 /** The kinds by the name NETLEASE_BENCH_TEMPORAL gives them; anything else is an address. */
-const KINDS: Record<string, TemporalKind> = { dev: devServer };
+const KINDS: Record<string, TemporalKind> = { dev: devServer, production: productionServer };
 
 /** `name=pid,name=pid` (NETLEASE_BENCH_TEMPORAL_PIDS): the existing server's processes. */
 function namedPids(text: string | undefined): Record<string, number> {
@@ -50,7 +67,7 @@ function namedPids(text: string | undefined): Record<string, number> {
 }
 
 /**
- * NETLEASE_BENCH_TEMPORAL: `dev` (default), a kind's name, or `host:port` of a running server;
+ * NETLEASE_BENCH_TEMPORAL: `dev` (default), `production`, or `host:port` of a running server;
  * comma-separated, the bench measures on each in turn in one run. NETLEASE_BENCH_TEMPORAL_PIDS
  * names a running server's processes (`temporal=123,postgres=456`) so its CPU is counted.
  */
