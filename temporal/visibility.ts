@@ -1,6 +1,8 @@
 // The durable known set: open lease and node workflows of this control plane (its task queue),
 // read from Temporal visibility. Compact facts only.
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { DEFAULT_NETWORK_IFNAME } from '../domain/conflist';
+import { leaseWorkflowId } from '../domain/ids';
 import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
 import { unlessGone } from './workflow-gone';
 
@@ -51,8 +53,25 @@ export function knownNodes(client: Client, taskQueue: string): Promise<KnownNode
   }));
 }
 
-export const leasesOfPod = (client: Client, taskQueue: string, podUid: string) =>
+const listedLeasesOfPod = (client: Client, taskQueue: string, podUid: string) =>
   knownLeases(client, taskQueue, ` AND PodUID = '${podUid.replace(/'/g, '')}'`);
+
+/**
+ * The open leases of a pod: its primary interface's lease read by id (a describe is the workflow's
+ * own state), and whatever visibility lists. On a production cluster visibility lags the workflows
+ * by a second or more under load: a deletion handled before the pod's just-made lease is listed
+ * would release nothing and leave it to the reconciler's next run.
+ */
+export async function leasesOfPod(client: Client, taskQueue: string, podUid: string): Promise<KnownLease[]> {
+  const [primary, listed] = await Promise.all([
+    describeLease(client, taskQueue, leaseWorkflowId(podUid, DEFAULT_NETWORK_IFNAME)),
+    listedLeasesOfPod(client, taskQueue, podUid),
+  ]);
+  if (!primary?.open || primary.podUid !== podUid) return listed;
+  const { workflowId, podRef, phase } = primary;
+  const read = { workflowId, podUid: primary.podUid, podRef, phase };
+  return [read, ...listed.filter((lease) => lease.workflowId !== workflowId)];
+}
 
 export const leasesOfNode = (client: Client, taskQueue: string, nodeName: string) =>
   knownLeases(client, taskQueue, ` AND NodeName = '${nodeName.replace(/'/g, '')}'`);
