@@ -10,6 +10,7 @@ import {
   isCancellation,
   log,
   patched,
+  sleep,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -75,6 +76,14 @@ const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>
  * their own job (older ones emitted them from the main body / after a wait).
  */
 const COMMANDS_AT_JOB = 'commands-at-job';
+
+/**
+ * Marks histories whose stall timer is left to fire (or to be dropped with the workflow) instead of
+ * being cancelled when the lease leaves Active: the cancellation came from a continuation, and a
+ * continuation's command can land elsewhere among a task's commands on replay (the soak found one
+ * beside a release signal and a deactivate update, test/workflow/lease-message-order).
+ */
+const STALL_TIMER_KEPT = 'stall-timer-kept';
 
 /** The release reason of a lease whose workflow was cancelled (UI, `temporal workflow cancel`). */
 export const CANCELLED_REASON = 'cancelled: a cancellation of the lease workflow was requested';
@@ -354,6 +363,13 @@ class Lease {
   /** Active for too long without the pod Running: visible as Stalled, never released for it. */
   private async watchForStall(): Promise<void> {
     const seconds = this.policy?.stalledAfterSeconds ?? 600;
+    const stillActive = () => !this.podRunning && this.state.phase === 'Active';
+    if (patched(STALL_TIMER_KEPT)) {
+      // Not cancellable (it may start inside an activation's scope, which a release cancels).
+      await CancellationScope.nonCancellable(() => sleep(`${seconds} seconds`));
+      if (stillActive()) this.enter('Stalled', `active for ${seconds} s but the pod is not Running`);
+      return;
+    }
     const settled = await condition(
       () => this.podRunning || this.state.phase !== 'Active',
       `${seconds} seconds`,

@@ -105,82 +105,98 @@ test('the soak history: the release ran before the update was accepted; it canno
   );
 });
 
-test('release signals and a deactivate update in one task: the release comes first in every run and the history replays', async () => {
-  const start: LeaseStart = {
-    podUid: uniqueName('order'),
-    podNamespace: 'ns',
-    podName: 'p',
-    ifName: 'eth0',
-    nodeName: node,
-    pool: 'p',
-    mode: 'ptp',
-  };
-  const handle = t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
-  const sandbox = { containerId: 'ctr-1', netns: '/var/run/netns/x', ifName: 'eth0' };
-  // The first control worker talks through a proxy the test cuts: gone without telling the server,
-  // so its sticky task times out (quickly) and the next worker gets the task with everything in it.
-  const proxy = await tcpProxy(temporalAddress());
-  const connection = await NativeConnection.connect({ address: proxy.address });
-  const gone = await Worker.create({
-    connection,
-    taskQueue: t.taskQueue,
-    workflowBundle: prebuiltBundle(),
-    activities: control,
-    stickyQueueScheduleToStartTimeout: '1 second',
-  });
-  const goneRun = gone.run();
-  await consumeLease(t.env.client, t.taskQueue, start, { ...sandbox, terms: termsOf(start) });
-  await handle.signal(podRunningSignal);
-  await waitForValue(
-    () => handle.query(leaseStateQuery),
-    (s) => s.phase === 'Running',
-    15_000,
-  );
-  await proxy.cut();
+test.each(['Running', 'Active'] as const)(
+  'release signals and a deactivate update in one task, lease %s: the release comes first in every run and the history replays',
+  async (phase) => {
+    const start: LeaseStart = {
+      podUid: uniqueName('order'),
+      podNamespace: 'ns',
+      podName: 'p',
+      ifName: 'eth0',
+      nodeName: node,
+      pool: 'p',
+      mode: 'ptp',
+    };
+    const handle = t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
+    // A task queue of this case's own: no worker of another case takes its task.
+    const taskQueue = uniqueName('tq-wf-order');
+    const sandbox = { containerId: 'ctr-1', netns: '/var/run/netns/x', ifName: 'eth0' };
+    // The first control worker talks through a proxy the test cuts: gone without telling the server,
+    // so its sticky task times out (quickly) and the next worker gets the task with everything in it.
+    const proxy = await tcpProxy(temporalAddress());
+    const connection = await NativeConnection.connect({ address: proxy.address });
+    const gone = await Worker.create({
+      connection,
+      taskQueue,
+      workflowBundle: prebuiltBundle(),
+      activities: control,
+      stickyQueueScheduleToStartTimeout: '1 second',
+    });
+    const goneRun = gone.run();
+    await consumeLease(t.env.client, taskQueue, start, { ...sandbox, terms: termsOf(start) });
+    // Active: its stall timer is pending, and the release ends it (the soak's second history).
+    if (phase === 'Running') await handle.signal(podRunningSignal);
+    await waitForValue(
+      () => handle.query(leaseStateQuery),
+      (s) => s.phase === phase,
+      15_000,
+    );
+    await proxy.cut();
 
-  const updateId = uniqueName('del');
-  const deactivated = handle.executeUpdate(deactivateUpdate, { args: [sandbox], updateId });
-  await admitted(handle.workflowId, updateId);
-  await handle.signal(releaseSignal, { reason: 'pod gone' });
-  await handle.signal(releaseSignal, { reason: 'pod gone' });
-  await waitForValue(
-    async () =>
-      ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes),
-    (timedOut) => timedOut.length === 1,
-    15_000,
-  );
-  await t.worker(control);
-  expect(await deactivated).toBe(true);
-  expect((await handle.result()).phase).toBe('Released');
-  expect(returned.filter((id) => id === handle.workflowId)).toHaveLength(1);
+    const updateId = uniqueName('del');
+    const deactivated = handle.executeUpdate(deactivateUpdate, { args: [sandbox], updateId });
+    await admitted(handle.workflowId, updateId);
+    await handle.signal(releaseSignal, { reason: 'pod gone' });
+    await handle.signal(releaseSignal, { reason: 'pod gone' });
+    await waitForValue(
+      async () =>
+        ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes),
+      (timedOut) => timedOut.length === 1,
+      15_000,
+    );
+    const next = await Worker.create({
+      connection: t.env.nativeConnection,
+      taskQueue,
+      workflowBundle: prebuiltBundle(),
+      activities: control,
+    });
+    const nextRun = next.run();
+    expect(await deactivated).toBe(true);
+    expect((await handle.result()).phase).toBe('Released');
+    expect(returned.filter((id) => id === handle.workflowId)).toHaveLength(1);
 
-  const events = (await handle.fetchHistory()).events ?? [];
-  const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'release');
-  const accepted = events.find(
-    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.protocolInstanceId === updateId,
-  );
-  // The task that accepted the update is the one that carried both signals…
-  expect(
-    signals.map(
-      (e) =>
-        Number(e.eventId) <
-        Number(accepted?.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequestSequencingEventId),
-    ),
-  ).toEqual([true, true]);
-  // …and its commands are the soak's order (the fixture), whichever way the SDK ran the jobs.
-  expect(commandsOfTaskAccepting(events, updateId)).toEqual([
-    ...patchCommands,
-    ...fixtureCommands,
-    ...deactivateCommands,
-  ]);
+    const events = (await handle.fetchHistory()).events ?? [];
+    const signals = events.filter(
+      (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'release',
+    );
+    const accepted = events.find(
+      (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.protocolInstanceId === updateId,
+    );
+    // The task that accepted the update is the one that carried both signals…
+    expect(
+      signals.map(
+        (e) =>
+          Number(e.eventId) <
+          Number(accepted?.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequestSequencingEventId),
+      ),
+    ).toEqual([true, true]);
+    // …and its commands are the soak's order (the fixture), whichever way the SDK ran the jobs.
+    expect(commandsOfTaskAccepting(events, updateId)).toEqual([
+      ...patchCommands,
+      ...fixtureCommands,
+      ...deactivateCommands,
+    ]);
 
-  await proxy.restore();
-  gone.shutdown();
-  await goneRun;
-  await connection.close();
-  await proxy.close();
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 1);
-});
+    await proxy.restore();
+    gone.shutdown();
+    await goneRun;
+    await connection.close();
+    await proxy.close();
+    next.shutdown();
+    await nextRun;
+    await expectReplayed({ client: t.env.client, taskQueue }, 1);
+  },
+);
 
 /** Until the server holds the update (admitted): the next workflow task carries it. */
 async function admitted(workflowId: string, updateId: string): Promise<void> {
