@@ -30,7 +30,7 @@ import { openLeases, shimCpuFromGo, shimVersionCpu } from './footprint';
 import { rssMiB } from './proc';
 import { hopSamples } from './hop-samples';
 import { NODE, PTP_NODE, removeDir, startStack, type BenchStack } from './stack';
-import { selectedServers, type TemporalKind } from './temporal-servers';
+import { selectedServers, type PersistenceWrites, type TemporalKind } from './temporal-servers';
 
 /** NETLEASE_BENCH_SCALE=0.1: a quick run with a tenth of the calls (figures less stable). */
 const SCALE = Number(process.env.NETLEASE_BENCH_SCALE ?? 1) || 1;
@@ -178,9 +178,11 @@ async function onServer(server: TemporalKind, root: boolean, tuned: boolean): Pr
     stack = await startStack(dir, host?.name, tuned, server);
     say(`Temporal: ${stack.temporal.label} (${stack.temporal.address})`);
     client = await connectClient(TemporalConnectionSchema.parse({ address: stack.temporal.address }));
+    const writesBefore = await stack.temporal.writes?.();
     console.log(
       ONLY_LIFECYCLE ? await onlyLifecycles(stack, client) : report(await measure(stack, client, root)),
     );
+    if (writesBefore) console.log(await writesPerLease(stack, client, writesBefore));
     ok = true;
   } finally {
     await client?.connection.close();
@@ -189,6 +191,18 @@ async function onServer(server: TemporalKind, root: boolean, tuned: boolean): Pr
     if (ok) removeDir(dir);
     else console.error(`bench: logs kept in ${dir}`);
   }
+}
+
+/** The production server's database writes over the run, per lease workflow the run made. */
+async function writesPerLease(stack: BenchStack, client: Client, before: PersistenceWrites): Promise<string> {
+  const after = await stack.temporal.writes?.();
+  const leases = (await client.workflow.count(`WorkflowType = 'leaseWorkflow'`)).count;
+  if (!after || leases === 0) return 'PostgreSQL writes: no lease was made';
+  const per = (key: keyof PersistenceWrites) => ((after[key] - before[key]) / leases).toFixed(0);
+  return (
+    `PostgreSQL writes per lease lifecycle (all workflows' work, every row and warm-up, ${leases} leases): ` +
+    `${per('transactions')} transactions, ${per('rows')} rows, ${per('walBytes')} WAL bytes`
+  );
 }
 
 async function main(): Promise<void> {

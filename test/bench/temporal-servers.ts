@@ -13,7 +13,29 @@ export interface BenchTemporal {
   address: string;
   /** Its processes whose CPU every netlease row is charged, by name (the first is `temporal`). */
   pids: Record<string, number>;
+  /** Its persistence's write counters (the production server's PostgreSQL), to charge per lease. */
+  writes?(): Promise<PersistenceWrites>;
   stop(): Promise<void>;
+}
+
+/** Cumulative writes of both Temporal databases (pg_stat_database, the WAL position). */
+export interface PersistenceWrites {
+  transactions: number;
+  rows: number;
+  walBytes: number;
+}
+
+const WRITES = `SELECT sum(xact_commit)::bigint, sum(tup_inserted + tup_updated + tup_deleted)::bigint,
+  pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint FROM pg_stat_database
+  WHERE datname IN ('temporal', 'temporal_visibility')`;
+
+/**
+ * The WAL position is exact; a backend reports its commits and rows to pg_stat_database within
+ * seconds (PostgreSQL 15), immaterial over a run of minutes.
+ */
+async function writesOf(sql: (statement: string) => Promise<string>): Promise<PersistenceWrites> {
+  const [transactions, rows, walBytes] = (await sql(WRITES.replace(/\s+/g, ' '))).split('|').map(Number);
+  return { transactions: transactions ?? NaN, rows: rows ?? NaN, walBytes: walBytes ?? NaN };
 }
 
 export interface TemporalKind {
@@ -44,7 +66,8 @@ const productionServer: TemporalKind = {
     const port = await freePortIn(20000, 32000);
     const server = await startProductionTemporal({ dir: join(dir, 'temporal-production'), port, logFd });
     const pids = { temporal: server.pid, postgres: server.postgres.pid };
-    return { label: 'production server', address: server.address, pids, stop: server.stop };
+    const writes = () => writesOf((statement) => server.postgres.sql(statement));
+    return { label: 'production server', address: server.address, pids, writes, stop: server.stop };
   },
 };
 
