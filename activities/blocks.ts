@@ -1,16 +1,24 @@
-// Blocks for node incarnations, from the pool workflow.
+// Blocks for node incarnations, from the pool workflow. Hand-outs go as batches (one update in
+// flight per pool and control worker, activities/update-batches): many nodes asking at once (a
+// cluster coming up) would otherwise pass the server's 10 in-flight updates on the one pool
+// workflow and be refused and retried with back-off (README, "Scale").
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { Family } from '../domain/cidr';
 import type { PoolSpec } from '../domain/config';
-import { poolWorkflowId } from '../domain/ids';
+import { poolBatchUpdateId, poolWorkflowId } from '../domain/ids';
 import {
-  acquireBlockUpdate,
+  acquireBlocksUpdate,
   POOL_WORKFLOW_TYPE,
   returnBlocksUpdate,
+  type BlockOutcome,
+  type BlockRequest,
   type PoolInput,
 } from '../workflows/pool-messages';
 import type { ControlDeps } from './deps';
 import { callUpdate } from './update-call';
+import { UpdateBatches, type Settled } from './update-batches';
 import { compensationBlocksReturned } from '../observability/control-metrics';
 
 export interface AcquireBlockInput {
@@ -29,23 +37,45 @@ export interface ReturnBlocksInput {
   updateId: string;
 }
 
+/** A hand-out's outcome as the node workflow's activity answers it: the block, or the pool's failure. */
+function settleHandOut(
+  pool: string,
+  request: BlockRequest,
+  outcome: BlockOutcome | undefined,
+): Settled<string> {
+  if (!outcome) return { error: new Error(`pool ${pool} did not answer ${request.id}`) };
+  if ('block' in outcome) return { value: outcome.block };
+  const { message, type, nonRetryable } = outcome.failure;
+  return { error: ApplicationFailure.create({ message, type, nonRetryable }) };
+}
+
 export function blockActivities({ client, config }: ControlDeps) {
-  return {
-    async acquireBlock(input: AcquireBlockInput): Promise<string> {
-      return callUpdate(() =>
-        client.workflow.executeUpdateWithStart(acquireBlockUpdate, {
+  /** One batch of hand-outs; the pool workflow starts if it is not running (its spec: the first request's). */
+  const sendHandOuts = (pool: string, requests: BlockRequest[]): Promise<BlockOutcome[]> =>
+    callUpdate(() =>
+      client.workflow.executeUpdateWithStart(acquireBlocksUpdate, {
+        args: [requests],
+        updateId: poolBatchUpdateId(pool, randomUUID()),
+        startWorkflowOperation: new WithStartWorkflowOperation(POOL_WORKFLOW_TYPE, {
+          workflowId: poolWorkflowId(pool),
+          taskQueue: config.temporal.taskQueue,
           args: [
-            { node: input.node, incarnation: input.incarnation, family: input.family, spec: input.pool },
+            {
+              spec: requests[0]?.spec as PoolSpec,
+              historyLimit: config.nodeHistoryLimit,
+            } satisfies PoolInput,
           ],
-          updateId: input.updateId,
-          startWorkflowOperation: new WithStartWorkflowOperation(POOL_WORKFLOW_TYPE, {
-            workflowId: poolWorkflowId(input.pool.name),
-            taskQueue: config.temporal.taskQueue,
-            args: [{ spec: input.pool, historyLimit: config.nodeHistoryLimit } satisfies PoolInput],
-            workflowIdConflictPolicy: 'USE_EXISTING',
-          }),
+          workflowIdConflictPolicy: 'USE_EXISTING',
         }),
-      );
+      }),
+    );
+  const handOuts = new UpdateBatches(sendHandOuts, settleHandOut);
+
+  return {
+    /** The node's deterministic update id is the hand-out's id: a retried activity gets the same block. */
+    acquireBlock(input: AcquireBlockInput): Promise<string> {
+      const { pool, node, incarnation, family, updateId } = input;
+      return handOuts.submit(pool.name, { id: updateId, node, incarnation, family, spec: pool });
     },
 
     async returnBlocks(input: ReturnBlocksInput): Promise<string[]> {

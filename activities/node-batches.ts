@@ -1,11 +1,9 @@
-// A control worker's allocations and releases reach each node workflow as batches: one batch
-// update in flight per node, the requests that arrive meanwhile wait here and go in the next one.
-// The server admits at most 10 in-flight updates per workflow (`history.maxInFlightUpdates`) and
-// rejects the rest, so one update per lease turned a burst of ADDs into rejections and retries;
-// a batch also costs the node's history one update's events, not one per lease.
+// A control worker's allocations and releases reach each node workflow as batches
+// (activities/update-batches): one batch update in flight per node.
 import type { NodeOperation, OperationFailure, OperationOutcome } from '../workflows/node-messages';
 import type { AddressGrant } from '../domain/allocation';
 import { FailureType } from '../domain/lease';
+import { UpdateBatches, type Settled } from './update-batches';
 
 /** Sends one batch to one node workflow; resolves with an outcome per operation. */
 export type SendBatch = (node: string, operations: NodeOperation[]) => Promise<OperationOutcome[]>;
@@ -18,77 +16,20 @@ export class OperationFailed extends Error {
   }
 }
 
-interface Waiting {
-  op: NodeOperation;
-  resolve(grants: AddressGrant[]): void;
-  reject(err: unknown): void;
+function settleOperation(
+  node: string,
+  op: NodeOperation,
+  outcome: OperationOutcome | undefined,
+): Settled<AddressGrant[]> {
+  if (!outcome) return { error: new Error(`node ${node} did not answer ${op.id}`) };
+  if ('grants' in outcome) return { value: outcome.grants };
+  // The node was about to continue-as-new: the next run takes it.
+  if (outcome.failure.type === FailureType.nodeContinuing) return { again: true };
+  return { error: new OperationFailed(outcome.failure) };
 }
 
-/** Keeps a batch's payload (each operation carries its pool) far below Temporal's 2 MB limit. */
-const MAX_BATCH = 100;
-/** Backoff for operations the node asked to send again (it was about to continue-as-new). */
-const RESEND_MS = { first: 100, max: 2000 };
-
-export class NodeBatches {
-  /** node → operations waiting for the batch in flight to finish; present while one is. */
-  private readonly queues = new Map<string, Waiting[]>();
-
-  constructor(private readonly send: SendBatch) {}
-
-  submit(node: string, op: NodeOperation): Promise<AddressGrant[]> {
-    return new Promise((resolve, reject) => {
-      const queue = this.queues.get(node);
-      if (queue) {
-        queue.push({ op, resolve, reject });
-        return;
-      }
-      this.queues.set(node, [{ op, resolve, reject }]);
-      void this.drain(node);
-    });
-  }
-
-  private async drain(node: string): Promise<void> {
-    let resends = 0;
-    for (;;) {
-      const queue = this.queues.get(node) ?? [];
-      if (queue.length === 0) {
-        this.queues.delete(node);
-        return;
-      }
-      const batch = queue.splice(0, MAX_BATCH);
-      const again = await this.flush(node, batch);
-      if (again.length === 0) {
-        resends = 0;
-        continue;
-      }
-      queue.unshift(...again);
-      await delay(Math.min(RESEND_MS.max, RESEND_MS.first * 2 ** resends++));
-    }
-  }
-
-  /** Sends one batch and settles its operations; returns those the node asked to send again. */
-  private async flush(node: string, batch: Waiting[]): Promise<Waiting[]> {
-    let outcomes: OperationOutcome[];
-    try {
-      outcomes = await this.send(
-        node,
-        batch.map((w) => w.op),
-      );
-    } catch (err) {
-      for (const waiting of batch) waiting.reject(err);
-      return [];
-    }
-    const byId = new Map(outcomes.map((o) => [o.id, o]));
-    const again: Waiting[] = [];
-    for (const waiting of batch) {
-      const outcome = byId.get(waiting.op.id);
-      if (!outcome) waiting.reject(new Error(`node ${node} did not answer ${waiting.op.id}`));
-      else if ('grants' in outcome) waiting.resolve(outcome.grants);
-      else if (outcome.failure.type === FailureType.nodeContinuing) again.push(waiting);
-      else waiting.reject(new OperationFailed(outcome.failure));
-    }
-    return again;
+export class NodeBatches extends UpdateBatches<NodeOperation, OperationOutcome, AddressGrant[]> {
+  constructor(send: SendBatch) {
+    super(send, settleOperation);
   }
 }
-
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

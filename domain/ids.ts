@@ -36,6 +36,7 @@ export const allocateUpdateId = (leaseId: string, run: string): string => `alloc
 export const releaseUpdateId = (leaseId: string, run: string): string => `release/${leaseId}/${run}`;
 /** A batch of a node's allocations and releases: unique per call, its operations keep their ids. */
 export const nodeBatchUpdateId = (nodeName: string, unique: string): string => `batch/${nodeName}/${unique}`;
+export const poolBatchUpdateId = (poolName: string, unique: string): string => `blocks/${poolName}/${unique}`;
 export const acquireBlockUpdateId = (
   node: string,
   incarnation: string,

@@ -1,13 +1,7 @@
 // A burst of 110 allocations on one node whose workflow is near its history limit, sent as the
 // control worker sends them (produceAddresses on one warm client): all complete, the server
 // rejects none, and the next allocation answers at its normal latency.
-import {
-  Client,
-  Connection,
-  defaultGrpcRetryOptions,
-  makeGrpcRetryInterceptor,
-  type GrpcRetryOptions,
-} from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { addressActivities, type ProduceInput } from '../../activities/addresses';
 import type { AddressGrant } from '../../domain/allocation';
@@ -15,9 +9,10 @@ import { nodeWorkflowId } from '../../domain/ids';
 import { NODE_WORKFLOW_TYPE, nodeStateQuery } from '../../workflows/node-messages';
 import { waitFor } from '../../tools/processes';
 import { prebuiltBundle } from '../../worker/control/bundle';
+import { countingClient, rejections } from '../harness/counting-client';
 import { nodeOperations } from '../harness/node-operations';
 import { expectReplayed } from '../harness/replay';
-import { temporalAddress, testConfig, uniqueName, withControlWorker } from '../harness/temporal';
+import { testConfig, uniqueName, withControlWorker } from '../harness/temporal';
 
 const BURST = 110;
 /** "Near its history limit": the burst starts within this many events of it. */
@@ -31,32 +26,6 @@ const EVENTS_SUGGESTING_CAN = 4096;
 const UPDATES_SUGGESTING_CAN = 1800;
 const UPDATE_MARGIN = 60;
 const ctx = withControlWorker('node-burst');
-
-type Status = Parameters<GrpcRetryOptions['retryableDecider']>[1];
-
-/** A client like the control worker's, which also records every failed gRPC status it receives. */
-async function countingClient(): Promise<{ client: Client; failures: Status[] }> {
-  const failures: Status[] = [];
-  const retry = defaultGrpcRetryOptions();
-  const connection = await Connection.connect({
-    address: temporalAddress(),
-    interceptors: [
-      makeGrpcRetryInterceptor({
-        delayFunction: retry.delayFunction,
-        retryableDecider: (attempt, status) => {
-          if (status.code !== 0) failures.push(status);
-          return retry.retryableDecider(attempt, status);
-        },
-      }),
-    ],
-  });
-  return { client: new Client({ connection }), failures };
-}
-
-const rejections = (failures: Status[]) =>
-  failures.filter(
-    (s) => /in-flight updates|update was aborted|resource ?exhausted/i.test(s.details) || s.code === 8,
-  );
 
 /** Allocations and releases straight to the node workflow until its history is `target` long. */
 async function fillHistory(client: Client, node: string, limit: number, target: number): Promise<number> {
