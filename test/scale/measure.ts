@@ -7,7 +7,7 @@ import { tsToMs } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { ReconcileSummary } from '../../activities/reconcile';
 import { nodeWorkflowId, poolWorkflowId, reconcileScheduleId } from '../../domain/ids';
-import { knownLeases, leasesOfNode } from '../../temporal/visibility';
+import { knownLeases, leasesOfNode, leasesOfPod } from '../../temporal/visibility';
 import { poolStateQuery } from '../../workflows/pool-messages';
 import { percentile } from '../bench/figures';
 import { rssMiB } from '../bench/proc';
@@ -20,6 +20,8 @@ const RECONCILE_DEADLINE_MS = 15 * 60_000;
 
 export interface ReconcileFigure {
   seconds: number;
+  /** The reconcileCluster activity alone (its attempt's start to completion). */
+  activitySeconds: number;
   summary: ReconcileSummary;
   rssBeforeMiB: number;
   rssPeakMiB: number;
@@ -34,6 +36,21 @@ async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ value:
   } finally {
     clearInterval(timer);
   }
+}
+
+/** From the (last) start of an activity of this type to its completion, ms. */
+function activityMs(history: History, activityType: string): number {
+  const scheduled = new Set<string>();
+  let startedAt = NaN;
+  for (const event of history.events ?? []) {
+    if (event.activityTaskScheduledEventAttributes?.activityType?.name === activityType)
+      scheduled.add(String(event.eventId));
+    const started = event.activityTaskStartedEventAttributes;
+    if (started && scheduled.has(String(started.scheduledEventId))) startedAt = tsToMs(event.eventTime);
+    const done = event.activityTaskCompletedEventAttributes;
+    if (done && scheduled.has(String(done.scheduledEventId))) return tsToMs(event.eventTime) - startedAt;
+  }
+  return NaN;
 }
 
 /** One run of the reconciler's Schedule, triggered now (overlap ALLOW_ALL, as the control worker's start does). */
@@ -57,7 +74,9 @@ export async function reconcileOnce(client: Client, taskQueue: string, controlPi
       handle.result(),
     );
     const { startTime, closeTime } = await handle.describe();
+    const activitySeconds = activityMs(await handle.fetchHistory(), 'reconcileCluster') / 1000;
     return {
+      activitySeconds,
       summary: summary as ReconcileSummary,
       seconds: ((closeTime ?? startTime).getTime() - startTime.getTime()) / 1000,
     };
@@ -70,6 +89,8 @@ export interface ListingFigure {
   allMs: number;
   perNodeLeases: number[];
   perNodeMs: number[];
+  /** By PodUID, as the control worker's pod watcher lists a pod's leases for each event. */
+  perPodMs: number[];
 }
 
 const timed = async <T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> => {
@@ -78,8 +99,16 @@ const timed = async <T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
   return { value, ms: performance.now() - started };
 };
 
-/** The open leases listed as the reconciler lists them, and by NodeName as GC lists a node's. */
-export async function listings(client: Client, taskQueue: string, nodes: string[]): Promise<ListingFigure> {
+/**
+ * The open leases listed as the reconciler lists them, by NodeName as GC lists a node's, and by
+ * PodUID as the pod watcher lists a pod's.
+ */
+export async function listings(
+  client: Client,
+  taskQueue: string,
+  nodes: string[],
+  podUids: string[],
+): Promise<ListingFigure> {
   const all = await timed(() => knownLeases(client, taskQueue));
   const perNodeLeases: number[] = [];
   const perNodeMs: number[] = [];
@@ -88,7 +117,9 @@ export async function listings(client: Client, taskQueue: string, nodes: string[
     perNodeLeases.push(one.value.length);
     perNodeMs.push(one.ms);
   }
-  return { allLeases: all.value.length, allMs: all.ms, perNodeLeases, perNodeMs };
+  const perPodMs: number[] = [];
+  for (const uid of podUids) perPodMs.push((await timed(() => leasesOfPod(client, taskQueue, uid))).ms);
+  return { allLeases: all.value.length, allMs: all.ms, perNodeLeases, perNodeMs, perPodMs };
 }
 
 const historyOf = (client: Client, workflowId: string): Promise<History> =>

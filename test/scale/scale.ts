@@ -167,7 +167,11 @@ export async function runSize(
     const filled = rssMiB(stack.control.pid);
     const sampled = spread(stack.nodeNames, options.nodeSample);
     const handOutFigure = await handOuts(stack.client, stack.pool, sampled);
-    const listing = await listings(stack.client, stack.taskQueue, sampled);
+    const podSample = spread(
+      population.map((p) => p.uid),
+      options.nodeSample,
+    );
+    const listing = await listings(stack.client, stack.taskQueue, sampled, podSample);
     const reconcile = await reconcileOnce(stack.client, stack.taskQueue, stack.control.pid);
     print(
       `${nodes} nodes: reconcile ${reconcile.seconds.toFixed(1)} s, list all ${listing.allMs.toFixed(0)} ms`,
