@@ -15,6 +15,10 @@ export interface DevServerOptions {
   logFd?: number;
   /** With DEV_SERVER_TUNING (and SQLITE_FILE_TUNING for a dbFile); default true. */
   tuned?: boolean;
+  /** Serve the server's own Prometheus metrics on this port. */
+  metricsPort?: number;
+  /** More dynamic config on top of the tuning (a test's limit). */
+  dynamicConfig?: Record<string, number | boolean>;
 }
 
 const dynamicConfig = (values: Record<string, number | boolean>): string[] =>
@@ -73,6 +77,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...devServerFlags(),
     ...(options.tuned === false ? [] : [...DEV_SERVER_TUNING, ...(options.dbFile ? SQLITE_FILE_TUNING : [])]),
+    ...(options.metricsPort ? ['--metrics-port', String(options.metricsPort)] : []),
+    ...dynamicConfig(options.dynamicConfig ?? {}),
   ];
   const out = options.logFd ?? 'ignore';
   const tracked = startTracked(programPath('temporal'), args, { stdio: ['ignore', out, out] });

@@ -2,13 +2,15 @@
 // dataplane activities as the real agent (worker/agent/dataplane-worker) answers them on success,
 // without kernel work: activation returns the links the real one derives from the attachment,
 // deactivation returns nothing, and revokeOffer is the real one of an agent that holds no offers.
-// One poller and a few slots each, on a handful of shared connections, so a thousand fit.
+// The real agent's polling (one long poll) and a few slots each, on a handful of shared
+// connections, so a thousand fit under the server's limit of concurrent polls per namespace.
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { offerActivities } from '../../activities/dataplane';
 import { nodeTaskQueue, type AttachmentInput, type DataplaneActivities } from '../../domain/dataplane';
 import type { ActivatedLinks } from '../../domain/lease';
 import { attachmentLinkNames } from '../../kernel/names';
 import { quietRuntime } from '../harness/temporal';
+import { NODE_AGENT_POLLING } from '../../worker/agent/dataplane-worker';
 
 /** Workers per gRPC connection (each long-poll is one HTTP/2 stream). */
 const WORKERS_PER_CONNECTION = 100;
@@ -50,7 +52,7 @@ export async function startSimulatedAgents(address: string, nodeNames: string[])
         taskQueue: nodeTaskQueue(nodeName),
         activities,
         maxConcurrentActivityTaskExecutions: 4,
-        maxConcurrentActivityTaskPolls: 1,
+        ...NODE_AGENT_POLLING,
         shutdownGraceTime: '2 seconds',
       }),
     );

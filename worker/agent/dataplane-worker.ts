@@ -1,5 +1,5 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
-import { Worker } from '@temporalio/worker';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
 import type { NodeAgentConfig } from '../../domain/config';
 import { nodeTaskQueue, type DataplaneActivities } from '../../domain/dataplane';
 import { hostNodeName } from '../../kubernetes/node-name';
@@ -11,6 +11,17 @@ export interface NodeAgent {
   taskQueue: string;
   close(): Promise<void>;
 }
+
+/**
+ * How the agent polls its queue: one long poll. A node's dataplane tasks are few (a cold ptp
+ * activation or a deactivation per pod), and the server admits a bounded number of concurrent
+ * long polls per namespace and frontend (`frontend.namespaceCount`, 1,200 by default): with the
+ * SDK's default of up to 10 activity polls per worker, about 120 nodes reached it, and the
+ * refused polls left activations waiting (found by the scale simulation, README "Scale").
+ */
+export const NODE_AGENT_POLLING = {
+  activityTaskPollerBehavior: { type: 'simple-maximum', maximum: 1 },
+} satisfies Partial<WorkerOptions>;
 
 export async function createNodeAgent(
   config: NodeAgentConfig,
@@ -24,6 +35,7 @@ export async function createNodeAgent(
     namespace: config.temporal.namespace,
     taskQueue,
     activities,
+    ...NODE_AGENT_POLLING,
     shutdownGraceTime: '10 seconds',
   });
   return { worker, nodeName, taskQueue, close: () => connection.close() };
