@@ -21,7 +21,9 @@ const SETTLE_MS = 8_000;
 let server: DevServer;
 let metricsPort: number;
 
-beforeAll(async () => {
+// A server of its own for each case: a worker's long polls can outlive its shutdown on the
+// server's side (until the server notices the cancel), and would count against the next case.
+beforeEach(async () => {
   quietRuntime();
   metricsPort = await freePort();
   server = await startDevServer({
@@ -30,7 +32,7 @@ beforeAll(async () => {
     dynamicConfig: { 'frontend.namespaceCount': LIMIT },
   });
 });
-afterAll(async () => {
+afterEach(async () => {
   await server?.stop();
 });
 
