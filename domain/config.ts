@@ -130,6 +130,8 @@ export const KubernetesSchema = z
     reconcileIntervalSeconds: z.number().int().min(1).default(60),
     /** Watch nodes and pods (hints that trigger verifying reads). */
     watch: z.boolean().default(true),
+    /** Watch events handled at once, each object's in order (a pod event may cost three round trips). */
+    watchConcurrency: z.number().int().min(1).max(256).default(16),
   })
   .strict();
 export type KubernetesConfig = z.infer<typeof KubernetesSchema>;

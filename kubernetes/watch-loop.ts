@@ -1,9 +1,24 @@
-// Keeps one Kubernetes watch open, restarting it with bounded backoff; events are handled one
-// at a time in arrival order. Watches are hints: anything missed is caught by the reconciler.
+// Keeps one Kubernetes watch open, restarting it with bounded backoff. Each object's events are
+// handled in arrival order, different objects' side by side (ObjectQueue). Watches are hints:
+// anything missed is caught by the reconciler.
 import { kubeApiError, type KubeClients } from './kube';
+import { ObjectQueue } from './object-queue';
 
 export interface WatchLoop {
   stop(): void;
+}
+
+export interface WatchOptions {
+  /** Query parameters of the watch (a field selector). */
+  query?: Record<string, string>;
+  /** Events handled at once (different objects); 1: strictly one at a time. */
+  concurrency?: number;
+}
+
+/** Events of one object share a key: its namespace and name (a reused name keeps its order). */
+export function objectKey(object: unknown): string {
+  const meta = (object as { metadata?: { namespace?: unknown; name?: unknown } } | null)?.metadata;
+  return `${String(meta?.namespace ?? '')}/${String(meta?.name ?? '')}`;
 }
 
 export function watchForever(
@@ -11,12 +26,12 @@ export function watchForever(
   path: string,
   handle: (type: string, object: unknown) => Promise<unknown>,
   onError: (err: unknown) => void,
-  query: Record<string, string> = {},
+  options: WatchOptions = {},
 ): WatchLoop {
   let stopped = false;
   let abort: AbortController | undefined;
   let retry: NodeJS.Timeout | undefined;
-  let chain: Promise<unknown> = Promise.resolve();
+  const events = new ObjectQueue(options.concurrency ?? 1);
   let backoffMs = 500;
   const watch = new clients.kube.Watch(clients.config);
   // After stop(), what fails is our own abort or an event already in hand: not worth a warning.
@@ -28,10 +43,10 @@ export function watchForever(
     try {
       abort = await watch.watch(
         path,
-        { allowWatchBookmarks: true, ...query },
+        { allowWatchBookmarks: true, ...options.query },
         (type: string, object: unknown) => {
           backoffMs = 500;
-          chain = chain.then(() => handle(type, object)).catch(report);
+          events.push(objectKey(object), () => handle(type, object), report);
         },
         (err: unknown) => {
           if (err) report(err);

@@ -4,7 +4,7 @@
 // API's objects stay). Each node has its agent, with the host ends of its veth pairs in
 // `netlease-host` (`netlease-host-2`).
 import { join } from 'node:path';
-import type { NetleaseConfig } from '../domain/config';
+import { KubernetesSchema, type NetleaseConfig } from '../domain/config';
 import { hostNodeName } from '../kubernetes/node-name';
 import { NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
 import { startCluster, type LocalCluster } from './cluster';
@@ -59,12 +59,7 @@ export async function startClusterRun(
   console.log(`netlease: ${names} Ready in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`);
   const effective: NetleaseConfig = {
     ...config,
-    kubernetes: {
-      reconcileIntervalSeconds: 60,
-      watch: true,
-      ...config.kubernetes,
-      kubeconfig: cluster.kubeconfig,
-    },
+    kubernetes: KubernetesSchema.parse({ ...config.kubernetes, kubeconfig: cluster.kubeconfig }),
   };
   const agentArgs = (config: string) => [
     ...NODE_AGENT_NODE_FLAGS,

@@ -86,6 +86,33 @@ export interface Lifecycles {
   unready: number;
   /** Lifecycles whose release was not seen by the deadline. */
   unreleased: number;
+  /** netlease: how its leases were released. */
+  releases?: Releases;
+}
+
+/** From each DEL's return to its lease's close, and who released it (the reason's prefix). */
+export interface Releases {
+  lagsMs: number[];
+  by: Record<string, number>;
+}
+
+function mergedReleases(a?: Releases, b?: Releases): Releases | undefined {
+  if (!a || !b) return a ?? b;
+  const by = { ...a.by };
+  for (const [source, n] of Object.entries(b.by)) by[source] = (by[source] ?? 0) + n;
+  return { lagsMs: [...a.lagsMs, ...b.lagsMs], by };
+}
+
+/** One line: the release lag's p50 / p99 and the counts by source. */
+export function releaseLine(r: Lifecycles): string {
+  if (!r.releases) return '';
+  const { lagsMs, by } = r.releases;
+  const sources = Object.entries(by)
+    .sort(([, x], [, y]) => y - x)
+    .map(([source, n]) => `${source} ${n}`)
+    .join(', ');
+  const lag = `${ms(percentile(lagsMs, 0.5))} / ${ms(percentile(lagsMs, 0.99))}`;
+  return `${r.label}: DEL to lease Released ms p50 / p99 ${lag} (n ${lagsMs.length}); released by ${sources}`;
 }
 
 /** The lifecycle rows and the stack's idle CPU, ms per second per process, measured before them. */
@@ -106,6 +133,7 @@ export function mergedLifecycles(a: Lifecycles, b: Lifecycles): Lifecycles {
     latencies: [...a.latencies, ...b.latencies],
     unready: a.unready + b.unready,
     unreleased: a.unreleased + b.unreleased,
+    releases: mergedReleases(a.releases, b.releases),
   };
 }
 

@@ -10,13 +10,14 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { leaseWorkflowId } from '../../domain/ids';
+import type { LeaseState } from '../../domain/lease';
 import { waitFor } from '../../tools/processes';
 import { offerFileOf } from '../../worker/agent/offers';
 import { inFlight, lanesUntil } from './phases';
 import { type BenchPod, type Plugin } from './plugins';
 import type { PodOps } from './pod-ops';
 import { cpuSpent, sampleCpu, type CpuSample } from './proc';
-import { API_PROCESSES, type Lifecycles } from './figures';
+import { API_PROCESSES, type Lifecycles, type Releases } from './figures';
 import { TASK_QUEUE, type BenchStack } from './stack';
 
 export interface LifecycleDriver {
@@ -28,6 +29,8 @@ export interface LifecycleDriver {
   beforeAdd(pod: BenchPod): Promise<boolean>;
   /** After the last lifecycle, until what the pods held is free; how many are not by its deadline. */
   released(pods: BenchPod[], namespace: string): Promise<number>;
+  /** netlease: each lease's release lag from its pod's DEL, and who released it. */
+  releases?(dels: Map<BenchPod, number>): Promise<Releases>;
   /** Before the window opens and after it closes (netlease: start and stop more control workers). */
   prepare?(): Promise<void>;
   finish?(): Promise<void>;
@@ -78,6 +81,21 @@ export function netleaseDriver(
       await waitFor(async () => (await count(open)) === 0, RELEASE_DEADLINE_MS, 200);
       return pods.length - (await count(leases(namespace, "LeasePhase = 'Released'")));
     },
+    async releases(dels) {
+      const each = await Promise.all(
+        [...dels].map(async ([pod, delAt]) => {
+          const handle = client.workflow.getHandle(leaseWorkflowId(pod.uid, 'eth0'));
+          const [{ closeTime }, state] = await Promise.all([
+            handle.describe(),
+            handle.result() as Promise<LeaseState>,
+          ]);
+          return { lagMs: (closeTime?.getTime() ?? NaN) - delAt, source: sourceOf(state.releaseReason) };
+        }),
+      );
+      const by: Record<string, number> = {};
+      for (const { source } of each) by[source] = (by[source] ?? 0) + 1;
+      return { lagsMs: each.map((e) => e.lagMs), by };
+    },
     async prepare() {
       if (more === 0) return;
       for (let i = 0; i < more; i++) await stack.addControlWorker();
@@ -96,6 +114,9 @@ export function netleaseDriver(
     charged: () => Object.keys(stack.pids()),
   };
 }
+
+/** "watcher: pod deleted" → watcher; a reason without a source is counted whole. */
+const sourceOf = (reason = 'none'): string => reason.split(':')[0] ?? reason;
 
 /** The charged names: the executables, the plugin's own processes and the API. */
 const chargedOf = (driver: LifecycleDriver): string[] => [
@@ -119,6 +140,7 @@ export async function lifecycles(
   const { plugin, node } = driver;
   const pods: BenchPod[] = [];
   const latencies: number[] = [];
+  const dels = new Map<BenchPod, number>();
   let unready = 0;
   const one = async () => {
     const started = performance.now();
@@ -128,6 +150,7 @@ export async function lifecycles(
     await ops.markRunning(pod);
     await ops.deleteGracefully(pod);
     await plugin.call('DEL', pod);
+    dels.set(pod, Date.now());
     await ops.remove(pod);
     latencies.push(performance.now() - started);
     pods.push(pod);
@@ -141,6 +164,7 @@ export async function lifecycles(
   const unreleased = await driver.released(pods, ops.namespace);
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuSpent(before, sampleCpu(all));
+  const releases = await driver.releases?.(dels);
   await driver.finish?.();
   return {
     label: plugin.label,
@@ -151,6 +175,7 @@ export async function lifecycles(
     latencies,
     unready,
     unreleased,
+    releases,
   };
 }
 

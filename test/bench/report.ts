@@ -10,6 +10,7 @@ import {
   lifecycleTable,
   ms,
   percentile,
+  releaseLine,
   table,
   targetLines,
   type LifecycleRows,
@@ -110,6 +111,7 @@ export function lifecycleReport({ rows: lives, idle }: LifecycleRows, lanes: num
     lifecycleTable(lives, lanes),
     "CPU ms per lifecycle by process (charged: the executables, the plugin's processes, the Kubernetes API):",
     ...lives.map((r) => `  ${lifecycleBreakdown(r)}`),
+    ...lives.map((r) => (r.releases ? `  ${releaseLine(r)}` : '')),
     `  idle, CPU ms per second (in every row's window, charged with its process): ${idleLine}`,
     ...odd,
   ]

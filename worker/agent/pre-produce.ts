@@ -132,7 +132,7 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
           '/api/v1/pods',
           handle,
           (err) => log.warn({ watch: 'pods', error: errorMessage(err) }, 'watch error; reopening'),
-          { fieldSelector: `spec.nodeName=${nodeName}` },
+          { query: { fieldSelector: `spec.nodeName=${nodeName}` }, concurrency: PRE_PRODUCE_AT_ONCE },
         )
       : undefined,
   );
@@ -146,6 +146,8 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
 }
 
 const POOL_CHECK_MAX_MS = 30_000;
+/** Pods bound together (a Deployment scaled up) get their offers side by side. */
+const PRE_PRODUCE_AT_ONCE = 4;
 
 /**
  * A pool the control plane does not serve (not yet started, or a preProduce.pool that is no pool

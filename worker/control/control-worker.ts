@@ -66,8 +66,11 @@ export async function createControlWorker(
         if (config.kubernetes.watch) {
           const pods = new PodEvents(reader, client, taskQueue);
           const nodes = new NodeEvents(reader, client);
-          watches.push(watchForever(kube, '/api/v1/nodes', (t, o) => nodes.handle(t, o), reportFor('nodes')));
-          watches.push(watchForever(kube, '/api/v1/pods', (t, o) => pods.handle(t, o), reportFor('pods')));
+          const options = { concurrency: config.kubernetes.watchConcurrency };
+          const watch = (path: string, handle: (t: string, o: unknown) => Promise<unknown>, name: string) =>
+            watches.push(watchForever(kube, path, handle, reportFor(name), options));
+          watch('/api/v1/nodes', (t, o) => nodes.handle(t, o), 'nodes');
+          watch('/api/v1/pods', (t, o) => pods.handle(t, o), 'pods');
         }
         await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
       }
