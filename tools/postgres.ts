@@ -1,8 +1,9 @@
 // PostgreSQL from Debian for the production-shaped Temporal: its own data directory, loopback
 // only, started and stopped by PID. PostgreSQL refuses to run as root, so as root it runs as the
 // `postgres` user the Debian package creates (the data directory is handed to that user).
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
 import { runToEnd, startTracked, stopPid, waitFor, type Tracked } from './processes';
 
 export interface Postgres {
@@ -58,6 +59,22 @@ function runAsOwner(command: string, args: string[], owner: ReturnType<typeof ru
   return owner ? runToEnd('runuser', ['-u', SUPERUSER, '--', command, ...args]) : runToEnd(command, args);
 }
 
+/**
+ * mkdtemp makes private (0700) directories: under the temporary directory, the ones above `dir`
+ * get search permission for others (not listing) so the `postgres` user reaches its own.
+ */
+function traversableInTmp(dir: string): void {
+  for (let up = dirname(dir); isInside(up, tmpdir()); up = dirname(up)) {
+    const { mode } = statSync(up);
+    if ((mode & 0o001) === 0) chmodSync(up, (mode & 0o7777) | 0o011);
+  }
+}
+
+const isInside = (path: string, root: string): boolean => {
+  const rel = relative(root, path);
+  return rel !== '' && !rel.startsWith('..');
+};
+
 export async function startPostgres(options: PostgresOptions): Promise<Postgres> {
   const bin = binDir();
   const owner = runAs();
@@ -65,6 +82,7 @@ export async function startPostgres(options: PostgresOptions): Promise<Postgres>
   mkdirSync(options.dir, { recursive: true });
   if (owner) {
     chownSync(options.dir, owner.uid, owner.gid);
+    traversableInTmp(options.dir);
     const reach = await runAsOwner('test', ['-w', options.dir], owner);
     if (reach.exitCode !== 0)
       throw new Error(

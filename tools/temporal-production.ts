@@ -10,7 +10,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import { ensurePrograms, programPath, programsNamed } from './programs';
 import { startPostgres, type Postgres } from './postgres';
 import { freePortIn, runToEnd, startTracked, stopPid, waitFor, type Tracked } from './processes';
-import { isHealthy, type TemporalServer } from './temporal-server';
+import { untilHealthy, type TemporalServer } from './temporal-server';
 
 export interface ProductionTemporalOptions {
   /** Holds PostgreSQL's data, the server's config and its ports (kept: state survives restarts). */
@@ -223,15 +223,8 @@ async function startServer(options: ProductionTemporalOptions, address: string):
   const out = options.logFd ?? 'ignore';
   const args = ['-r', options.dir, '-c', 'config', '-e', 'production', '--allow-no-auth', 'start'];
   const tracked = startTracked(programPath('temporal-server'), args, { stdio: ['ignore', out, out] });
-  let exitCode: number | null | undefined;
-  void tracked.exited.then((code) => (exitCode = code ?? -1));
-  const healthy = await waitFor(() => exitCode !== undefined || isHealthy(address), 120000, 200);
-  if (!healthy || exitCode !== undefined) {
-    await stopPid(tracked.pid);
-    throw new Error(
-      `Temporal server on ${address} did not become healthy (exit ${exitCode ?? 'none'}; its log: ${join(options.dir, 'server.log')} unless given another)`,
-    );
-  }
+  const log = `; its log: ${join(options.dir, 'server.log')} unless given another`;
+  await untilHealthy(tracked, address, 120000, 'Temporal server', log);
   return tracked;
 }
 

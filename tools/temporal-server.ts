@@ -92,18 +92,31 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     pids: () => [tracked.pid],
     stop: () => stopPid(tracked.pid),
   };
-  let exitCode: number | null | undefined;
-  void tracked.exited.then((code) => (exitCode = code ?? -1));
-  const healthy = await waitFor(() => exitCode !== undefined || isHealthy(address), 60000, 200);
-  if (!healthy || exitCode !== undefined) {
-    await server.stop();
-    throw new Error(`Temporal dev server on ${address} did not become healthy (exit ${exitCode ?? 'none'})`);
-  }
+  await untilHealthy(tracked, address, 60000, 'Temporal dev server');
   return server;
 }
 
+/**
+ * Waits until the server `tracked` answers its health check; if it exits first or the deadline
+ * passes, stops it and throws naming `what`, its exit and `more` (where its log is).
+ */
+export async function untilHealthy(
+  tracked: Tracked,
+  address: string,
+  timeoutMs: number,
+  what: string,
+  more = '',
+): Promise<void> {
+  let exitCode: number | null | undefined;
+  void tracked.exited.then((code) => (exitCode = code ?? -1));
+  const healthy = await waitFor(() => exitCode !== undefined || isHealthy(address), timeoutMs, 200);
+  if (healthy && exitCode === undefined) return;
+  await stopPid(tracked.pid);
+  throw new Error(`${what} on ${address} did not become healthy (exit ${exitCode ?? 'none'}${more})`);
+}
+
 /** The frontend answers its gRPC health check (plaintext, loopback). */
-export async function isHealthy(address: string): Promise<boolean> {
+async function isHealthy(address: string): Promise<boolean> {
   try {
     // The dev server this launches is plaintext on loopback: no tls section.
     const settings = TemporalConnectionSchema.parse({ address });

@@ -1,7 +1,7 @@
 // The Temporal servers the bench can run against, one entry per kind: the dev server it starts
 // itself, the production-shaped server on PostgreSQL it starts itself, or a server already running
 // at an address (NETLEASE_BENCH_TEMPORAL).
-import { chmodSync, openSync } from 'node:fs';
+import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, freePortIn } from '../../tools/processes';
 import { startDevServer } from '../../tools/temporal-server';
@@ -61,7 +61,6 @@ const devServer: TemporalKind = {
 const productionServer: TemporalKind = {
   label: 'production server (PostgreSQL)',
   async start(dir) {
-    chmodSync(dir, 0o755); // PostgreSQL runs as its own user and must reach its directory
     const logFd = openSync(join(dir, 'temporal-production.log'), 'a');
     const port = await freePortIn(20000, 32000);
     const server = await startProductionTemporal({ dir: join(dir, 'temporal-production'), port, logFd });

@@ -2,7 +2,7 @@
 // themselves by task queue, workflow ids, Kubernetes namespace and node names. The server is the
 // dev server, or with NETLEASE_TEST_TEMPORAL_SERVER=production the Temporal server on PostgreSQL
 // (`npm run test:production`). PIDs are recorded so teardown stops exactly those processes.
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDevServer, type TemporalServer } from '../../tools/temporal-server';
@@ -29,7 +29,6 @@ async function startTemporal(dir: string): Promise<TemporalServer> {
 export default async function globalSetup(): Promise<void> {
   await stopLeftovers(SERVER_FILE, /temporal|etcd|kube-apiserver|postgres/);
   const dir = mkdtempSync(join(tmpdir(), 'netlease-servers-'));
-  chmodSync(dir, 0o755); // PostgreSQL runs as its own user and must reach its directory
   const [server, kube] = await Promise.all([startTemporal(dir), startLocalKube({ dir: join(dir, 'kube') })]);
   writeFileSync(SERVER_FILE, JSON.stringify({ pids: [...server.pids(), ...kube.pids], dir }));
   process.env.NETLEASE_TEST_TEMPORAL = server.address;

@@ -1,7 +1,7 @@
 // The production-shaped Temporal of its own (PostgreSQL, 4 history shards, SQL visibility): the
 // cluster is what the config says, and a lease lives through a stop of the whole server (Temporal
 // and PostgreSQL) with the control worker left running: it is queried, listed and released after.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -25,7 +25,6 @@ const ClusterInfoSchema = z.object({
 });
 
 beforeAll(async () => {
-  chmodSync(dir, 0o755); // PostgreSQL runs as its own user and must reach its directory
   port = await freePortIn(20000, 32000);
   server = await startProductionTemporal({ dir, port });
   // This file's processes talk to its own server (each test file runs in a process of its own).
