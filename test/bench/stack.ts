@@ -96,12 +96,17 @@ async function startNodeProcess(
   return tracked;
 }
 
+/** NETLEASE_BENCH_WATCH_CONCURRENCY=1: the control worker's watches one event at a time (before/after). */
+const WATCH_CONCURRENCY = process.env.NETLEASE_BENCH_WATCH_CONCURRENCY
+  ? { watchConcurrency: Number(process.env.NETLEASE_BENCH_WATCH_CONCURRENCY) }
+  : {};
+
 function controlConfig(address: string, kubeconfig: string): object {
   return {
     temporal: { address, taskQueue: TASK_QUEUE },
     pools: [{ name: POOL, cidrs: ['198.18.0.0/16'] }],
     // No reconciler pass during the run: the bench's pod-less leases stay open until it ends.
-    kubernetes: { kubeconfig, reconcileIntervalSeconds: 3600 },
+    kubernetes: { kubeconfig, reconcileIntervalSeconds: 3600, ...WATCH_CONCURRENCY },
   };
 }
 
