@@ -122,6 +122,17 @@ export const ActivationPolicySchema = z
   .strict();
 export type ActivationPolicy = z.infer<typeof ActivationPolicySchema>;
 
+/** One control worker at a time runs the watches, chosen by a coordination.k8s.io Lease. */
+export const WatchLeadershipSchema = z
+  .object({
+    /** The Lease's namespace; omitted: the service account's (in a pod), else `default`. */
+    namespace: z.string().min(1).optional(),
+    /** A holder not seen renewing for this long is taken over (client-go's default, 15). */
+    durationSeconds: z.number().int().min(2).max(300).default(15),
+  })
+  .strict();
+export type WatchLeadership = z.infer<typeof WatchLeadershipSchema>;
+
 export const KubernetesSchema = z
   .object({
     /** Path to a kubeconfig; omitted: the in-cluster service account. */
@@ -132,6 +143,8 @@ export const KubernetesSchema = z
     watch: z.boolean().default(true),
     /** Watch events handled at once, each object's in order (a pod event may cost three round trips). */
     watchConcurrency: z.number().int().min(1).max(256).default(16),
+    /** Replicas take turns at the watches; `false`: every replica watches (duplicate work, still safe). */
+    watchLeadership: z.union([z.literal(false), WatchLeadershipSchema]).default({ durationSeconds: 15 }),
   })
   .strict();
 export type KubernetesConfig = z.infer<typeof KubernetesSchema>;

@@ -17,6 +17,11 @@ export const nodeWorkflowId = (nodeName: string): string => `node/${nodeName}`;
 export const poolWorkflowId = (poolName: string): string => `pool/${poolName}`;
 /** The reconciler's Temporal Schedule: one per control-plane task queue. */
 export const reconcileScheduleId = (taskQueue: string): string => `reconcile/${taskQueue}`;
+/** The coordination Lease by which control workers take turns at the watches: a DNS subdomain. */
+export const watchLeaseName = (taskQueue: string): string =>
+  `netlease-watch-${taskQueue.toLowerCase().replace(/[^a-z0-9.-]+/g, '-')}`
+    .slice(0, 253)
+    .replace(/[^a-z0-9]+$/, '');
 
 /**
  * Update ids of the shim's calls: one per CNI call. Temporal answers a reused id with the earlier

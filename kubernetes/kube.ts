@@ -47,10 +47,14 @@ function keepConnections(config: Kube.KubeConfig): void {
   };
 }
 
+const hasCode = (err: unknown, code: number): boolean =>
+  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+
 /** 404 from the API server: the object does not exist (as of a quorum read). */
-export function isNotFound(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 404;
-}
+export const isNotFound = (err: unknown): boolean => hasCode(err, 404);
+
+/** 409: a write lost to another (a stale resourceVersion, or a create of what exists). */
+export const isConflict = (err: unknown): boolean => hasCode(err, 409);
 
 /**
  * The API server's refusal in one line, `kubernetes 403 Forbidden: <its message>`: the client's

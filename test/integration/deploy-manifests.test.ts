@@ -95,10 +95,16 @@ test('they apply server-side in kubectl order, and a second apply changes nothin
 const read = (resource: string) => ['get', 'list', 'watch'].map((verb) => `${verb} ${resource}`);
 /** What each workload's service account must be allowed; everything in NEVER it must not be. */
 const NEEDS: Record<string, string[]> = {
-  'Deployment/netlease-control': [...read('pods'), ...read('nodes'), 'get pods/status'],
+  'Deployment/netlease-control': [
+    ...read('pods'),
+    ...read('nodes'),
+    'get pods/status',
+    ...['get', 'create', 'update'].map((verb) => `${verb} coordination.k8s.io/leases`),
+  ],
   'DaemonSet/netlease-node-agent': [...read('pods'), ...read('nodes')],
 };
 const NEVER = [
+  'delete coordination.k8s.io/leases',
   'create pods',
   'delete pods',
   'patch pods/status',
@@ -132,14 +138,18 @@ test('each workload runs as its own service account, allowed what it needs and n
       declared: true,
     });
     const can = async (access: string) => {
+      // `verb resource[/subresource]` in the core group, `verb group/resource` in another.
       const [verb, path = ''] = access.split(' ');
-      const [resource, subresource] = path.split('/');
+      const [first = '', second] = path.split('/');
+      const [group, resource, subresource] = first.includes('.')
+        ? [first, second, undefined]
+        : ['', first, second];
       const review = await authz.createSubjectAccessReview({
         body: {
           spec: {
             user: `system:serviceaccount:${namespace}:${account}`,
             groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-            resourceAttributes: { verb, group: '', resource, subresource },
+            resourceAttributes: { verb, group, resource, subresource, namespace },
           },
         },
       });

@@ -4,12 +4,12 @@
 // held twice, nothing fails, every history replays. The pool and node workflows whose sticky queue
 // was the killed worker's are served by the other; how long they waited is printed.
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { addressOwnershipFindings } from '../../domain/address-ownership';
 import type { LeaseState } from '../../domain/lease';
-import { leaseWorkflowId, nodeWorkflowId, poolWorkflowId } from '../../domain/ids';
+import { leaseWorkflowId, nodeWorkflowId, poolWorkflowId, watchLeaseName } from '../../domain/ids';
 import { stopPid } from '../../tools/processes';
 import type { CniApi } from '../../worker/agent/cni-api';
 import type { leaseWorkflow } from '../../workflows/lease';
@@ -40,6 +40,8 @@ const UNDER_KILL = 48;
 const KILL_AT = 24;
 const NODES = 3;
 const RELEASE_DEADLINE_MS = 120_000;
+/** The watch Lease's duration: a killed holder's watches move within it. */
+const WATCH_LEASE_S = 5;
 
 let temporal: TestTemporal;
 let cluster: TestCluster;
@@ -55,7 +57,12 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-two-workers-'));
   const config = testConfig(temporal.taskQueue, {
     reuseCooldownSeconds: 1,
-    kubernetes: { kubeconfig: kubeconfigPath(), watch: true, reconcileIntervalSeconds: 3600 },
+    kubernetes: {
+      kubeconfig: kubeconfigPath(),
+      watch: true,
+      reconcileIntervalSeconds: 3600,
+      watchLeadership: { durationSeconds: WATCH_LEASE_S },
+    },
   });
   for (const name of ['a', 'b']) workers.push(startControlProcess(config, join(dir, `control-${name}.json`)));
   await Promise.all(workers.map((w) => untilControlStarted(w)));
@@ -207,6 +214,18 @@ async function leaseTimeouts(uids: string[]): Promise<string> {
 
 let shared: Round;
 
+/** The control worker that holds the watch Lease (kubernetes/leadership), as the Lease names it. */
+async function watchHolder(): Promise<string | undefined> {
+  const api = cluster.clients.config.makeApiClient(cluster.clients.kube.CoordinationV1Api);
+  const lease = await api.readNamespacedLease({
+    name: watchLeaseName(temporal.taskQueue),
+    namespace: 'default',
+  });
+  return lease.spec?.holderIdentity;
+}
+
+const leaseIdentity = (w: ControlProcess) => `${hostname()}-${w.pid}`;
+
 test('two control workers on one task queue both run workflow tasks', async () => {
   shared = await round('shared', SHARED, (i) => nodes[i % NODES] as string);
   expect(shared.failures).toEqual([]);
@@ -216,6 +235,8 @@ test('two control workers on one task queue both run workflow tasks', async () =
       `timeouts: ${await leaseTimeouts(shared.uids)}`,
   );
   for (const w of workers) expect(byWorker.get(w.identity) ?? 0).toBeGreaterThan(SHARED / 2);
+  // Both run workflow tasks, one runs the watches: the Lease names one of them.
+  expect(workers.map(leaseIdentity)).toContain(await watchHolder());
 }, 300_000);
 
 test('a SIGKILL of one worker with 16 lifecycles in flight costs only latency', async () => {
@@ -225,6 +246,7 @@ test('a SIGKILL of one worker with 16 lifecycles in flight costs only latency', 
   const victim = workers.find((w) => w.identity === poolWorker) as ControlProcess;
   const survivor = workers.find((w) => w !== victim) as ControlProcess;
   expect(victim).toBeDefined();
+  const watchedBefore = await watchHolder();
   let killedAt = 0;
   let inFlightAtKill = 0;
   const underKill = await round(
@@ -256,6 +278,10 @@ test('a SIGKILL of one worker with 16 lifecycles in flight costs only latency', 
   console.log(`workflows of the killed worker, served by the survivor: ${JSON.stringify(moved)}`);
   expect(moved[pool]?.completed).toBeGreaterThan(0);
   for (const [id, h] of Object.entries(moved)) expect([id, (h?.completed ?? 0) > 0]).toEqual([id, true]);
+  // The watches are the survivor's now, whichever held them before the kill.
+  const moves = watchedBefore === leaseIdentity(victim) ? 'moved from the victim' : 'stayed';
+  console.log(`watch Lease: ${watchedBefore} before the kill, ${moves}`);
+  expect(await watchHolder()).toBe(leaseIdentity(survivor));
 }, 600_000);
 
 test('nothing failed, no address held twice or left held, every history replays', async () => {

@@ -1,5 +1,5 @@
 // The lease's pod UID: the pod's own, or (no K8S_POD_UID: cnitool by hand) one the container stands for.
-import { madeByHand, leasePodUid, leaseWorkflowId } from '../../domain/ids';
+import { madeByHand, leasePodUid, leaseWorkflowId, watchLeaseName } from '../../domain/ids';
 
 test("a pod's UID keys its lease; without one, the container id's first 64 characters do", () => {
   expect(leasePodUid('8d1c0f4e-uid', 'abc')).toBe('8d1c0f4e-uid');
@@ -13,4 +13,12 @@ test('a container-keyed lease is told from a pod-keyed one', () => {
   expect(madeByHand(leasePodUid(undefined, 'abc'))).toBe(true);
   expect(madeByHand(leasePodUid('8d1c0f4e-uid', 'abc'))).toBe(false);
   expect(madeByHand('')).toBe(true);
+});
+
+test("the watch Lease's name is a DNS subdomain whatever the task queue is called", () => {
+  expect(watchLeaseName('netlease-control')).toBe('netlease-watch-netlease-control');
+  expect(watchLeaseName('Tq_Two Workers!')).toBe('netlease-watch-tq-two-workers');
+  const long = watchLeaseName('q'.repeat(300));
+  expect(long).toHaveLength(253);
+  expect(long).toMatch(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/);
 });

@@ -8,13 +8,11 @@ import { connectKube } from '../../kubernetes/kube';
 import type { NetleaseConfig } from '../../domain/config';
 import { connectClient, connectWorkerConnection } from '../../temporal/connection';
 import { ensurePoolWorkflows } from '../../temporal/pools';
-import { errorMessage, silentLog, type Log } from '../../observability/log';
+import { silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
 import { startMetricsSampler, type MetricsSampler } from './metrics-sampler';
-import { ensureReconcileSchedule } from './reconcile-schedule';
-import { NodeEvents } from './watchers/node-events';
-import { PodEvents } from './watchers/pod-events';
-import { watchForever, type WatchLoop } from '../../kubernetes/watch-loop';
+import { ensureReconcileSchedule, triggerReconcile } from './reconcile-schedule';
+import { startWatches, type Watches } from './watchers/watches';
 
 export interface ControlWorker {
   worker: Worker;
@@ -48,12 +46,10 @@ export async function createControlWorker(
     // Temporal's own handling of SIGINT/SIGTERM: stop polling, finish in-flight tasks, then resolve run().
     shutdownGraceTime: '10 seconds',
   });
-  const watches: WatchLoop[] = [];
+  let watches: Watches | undefined;
   let sampler: MetricsSampler | undefined;
-  const reportFor = (resource: string) => (err: unknown) =>
-    log.warn({ watch: resource, error: errorMessage(err) }, 'watch error; reopening');
   const quiesce = async () => {
-    for (const watch of watches) watch.stop();
+    await watches?.stop();
     await sampler?.stop();
   };
   return {
@@ -63,16 +59,10 @@ export async function createControlWorker(
     async run() {
       const running = worker.run();
       if (kube && reader && config.kubernetes) {
-        if (config.kubernetes.watch) {
-          const pods = new PodEvents(reader, client, taskQueue);
-          const nodes = new NodeEvents(reader, client);
-          const options = { concurrency: config.kubernetes.watchConcurrency };
-          const watch = (path: string, handle: (t: string, o: unknown) => Promise<unknown>, name: string) =>
-            watches.push(watchForever(kube, path, handle, reportFor(name), options));
-          watch('/api/v1/nodes', (t, o) => nodes.handle(t, o), 'nodes');
-          watch('/api/v1/pods', (t, o) => pods.handle(t, o), 'pods');
-        }
         await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
+        const site = { kube, reader, client, taskQueue, settings: config.kubernetes, log };
+        if (config.kubernetes.watch) watches = startWatches(site);
+        else await triggerReconcile(client, taskQueue); // no watch: the reconciler looks at once
       }
       if (config.metrics)
         sampler = startMetricsSampler(client, taskQueue, config.metrics.sampleIntervalSeconds, log);

@@ -1,5 +1,5 @@
 // The reconciler's Temporal Schedule (one per control-plane task queue), kept at the configured
-// interval, and triggered once when the control worker starts.
+// interval, and triggered when a control worker starts watching (events it missed meanwhile).
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { NetleaseConfig } from '../../domain/config';
 import { reconcileScheduleId } from '../../domain/ids';
@@ -29,7 +29,10 @@ export async function ensureReconcileSchedule(
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
     await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec: options.spec }));
   }
-  const handle = client.schedule.getHandle(scheduleId);
-  await handle.trigger(ScheduleOverlapPolicy.ALLOW_ALL);
-  return handle;
+  return client.schedule.getHandle(scheduleId);
+}
+
+/** One reconcile run now, beside any in progress. */
+export async function triggerReconcile(client: Client, taskQueue: string): Promise<void> {
+  await client.schedule.getHandle(reconcileScheduleId(taskQueue)).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
 }
