@@ -1,6 +1,7 @@
 // Produce and return a lease's addresses through its node workflow (the node's single writer),
 // in batches with the other leases of the node (node-batches.ts).
 import { randomUUID } from 'node:crypto';
+import { asyncLocalStorage } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { AddressGrant } from '../domain/allocation';
@@ -25,6 +26,23 @@ import { callUpdate } from './update-call';
  * fail, their activities retry with backoff, and the node answers a repeat by operation id.
  */
 const BATCH_DEADLINE_MS = 25_000;
+
+/** How often a waiting produce or return heartbeats (its heartbeat timeout is workflows/lease's). */
+const BEAT_EVERY_MS = 1000;
+
+/**
+ * Heartbeats while `work` waits on the node: a control worker that dies mid-call is noticed
+ * within the activity's heartbeat timeout, not its start-to-close (that set the p99 of a SIGKILL).
+ */
+async function beating<T>(work: () => Promise<T>): Promise<T> {
+  const context = asyncLocalStorage.getStore();
+  const timer = context ? setInterval(() => context.heartbeat(), BEAT_EVERY_MS) : undefined;
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 export interface ProduceInput {
   leaseId: string;
@@ -91,7 +109,7 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
   /** An operation's grants; its failure as the ApplicationFailure the lease decides on. */
   const submit = async (nodeName: string, op: NodeOperation): Promise<AddressGrant[]> => {
     try {
-      return await batches.submit(nodeName, op);
+      return await beating(() => batches.submit(nodeName, op));
     } catch (err) {
       if (!(err instanceof OperationFailed)) throw err;
       const { message, type, nonRetryable } = err.failure;

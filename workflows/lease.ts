@@ -58,6 +58,8 @@ import { validated } from './validated';
 
 const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
+  // They heartbeat while they wait on the node: a worker killed mid-call costs 5 s, not 30.
+  heartbeatTimeout: '5 seconds',
   retry: {
     initialInterval: '200 ms',
     maximumInterval: '10 seconds',
