@@ -50,9 +50,18 @@ function cniArg(args: string | undefined, key: string): string | undefined {
   return value;
 }
 
+/**
+ * A value as the shim's environment holds it: spawning encodes the string as UTF-8, so a lone
+ * surrogate arrives as U+FFFD (and the agent's API refuses one sent as an escape).
+ */
+const asPassed = (text: string | undefined): string | undefined =>
+  text === undefined ? undefined : Buffer.from(text, 'utf8').toString('utf8');
+
 /** The lease id the call would use, when it names a container (or pod) and an interface. */
 export function leaseIdOf(input: FuzzInput): string | undefined {
-  const { CNI_CONTAINERID: containerId, CNI_IFNAME: ifName, CNI_ARGS: args } = input.env;
+  const [containerId, ifName, args] = ['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_ARGS'].map((name) =>
+    asPassed(input.env[name]),
+  );
   const uid = cniArg(args, 'K8S_POD_UID');
   if (!ifName || (!containerId && !uid)) return undefined;
   return leaseWorkflowId(leasePodUid(uid, containerId ?? ''), ifName);
