@@ -3,7 +3,7 @@
 // NETLEASE_BENCH_UNTUNED=1 runs the Temporal dev server without the tuning flags (for before/after).
 // NETLEASE_BENCH_ONLY=lifecycle runs only the whole-pod-lifecycle rows (after the warm-up).
 // NETLEASE_BENCH_TEMPORAL picks the Temporal server(s) (temporal-servers.ts): each in turn, one run.
-// NETLEASE_BENCH_WATCH_CONCURRENCY sets the control worker's kubernetes.watchConcurrency (1: serial).
+// NETLEASE_BENCH_WATCH_CONCURRENCY=1 and NETLEASE_BENCH_WATCH_LEADERSHIP=0: the watches as before (stack.ts).
 import { mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';

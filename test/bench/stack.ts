@@ -96,17 +96,23 @@ async function startNodeProcess(
   return tracked;
 }
 
-/** NETLEASE_BENCH_WATCH_CONCURRENCY=1: the control worker's watches one event at a time (before/after). */
-const WATCH_CONCURRENCY = process.env.NETLEASE_BENCH_WATCH_CONCURRENCY
-  ? { watchConcurrency: Number(process.env.NETLEASE_BENCH_WATCH_CONCURRENCY) }
-  : {};
+/**
+ * The watches as before issue 19's fix, for before/after: NETLEASE_BENCH_WATCH_CONCURRENCY=1 (one
+ * event at a time), NETLEASE_BENCH_WATCH_LEADERSHIP=0 (every control worker watches).
+ */
+const WATCH_SETTINGS = {
+  ...(process.env.NETLEASE_BENCH_WATCH_CONCURRENCY
+    ? { watchConcurrency: Number(process.env.NETLEASE_BENCH_WATCH_CONCURRENCY) }
+    : {}),
+  ...(process.env.NETLEASE_BENCH_WATCH_LEADERSHIP === '0' ? { watchLeadership: false } : {}),
+};
 
 function controlConfig(address: string, kubeconfig: string): object {
   return {
     temporal: { address, taskQueue: TASK_QUEUE },
     pools: [{ name: POOL, cidrs: ['198.18.0.0/16'] }],
     // No reconciler pass during the run: the bench's pod-less leases stay open until it ends.
-    kubernetes: { kubeconfig, reconcileIntervalSeconds: 3600, ...WATCH_CONCURRENCY },
+    kubernetes: { kubeconfig, reconcileIntervalSeconds: 3600, ...WATCH_SETTINGS },
   };
 }
 
