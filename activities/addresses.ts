@@ -31,8 +31,9 @@ const BATCH_DEADLINE_MS = 25_000;
 const BEAT_EVERY_MS = 1000;
 
 /**
- * Heartbeats while `work` waits on the node: a control worker that dies mid-call is noticed
- * within the activity's heartbeat timeout, not its start-to-close (that set the p99 of a SIGKILL).
+ * Heartbeats through the whole activity (the quorum read, the wait on the node): a control worker
+ * that dies mid-call is noticed within the heartbeat timeout, not the start-to-close (which set
+ * the p99 of a SIGKILL). The SDK sends a heartbeat at most every 0.8 × that timeout.
  */
 async function beating<T>(work: () => Promise<T>): Promise<T> {
   const context = asyncLocalStorage.getStore();
@@ -109,7 +110,7 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
   /** An operation's grants; its failure as the ApplicationFailure the lease decides on. */
   const submit = async (nodeName: string, op: NodeOperation): Promise<AddressGrant[]> => {
     try {
-      return await beating(() => batches.submit(nodeName, op));
+      return await batches.submit(nodeName, op);
     } catch (err) {
       if (!(err instanceof OperationFailed)) throw err;
       const { message, type, nonRetryable } = err.failure;
@@ -118,28 +119,30 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
   };
 
   return {
-    async produceAddresses(input: ProduceInput): Promise<Produced> {
-      const pool = poolSpec(config, input.pool);
-      const incarnation = await currentIncarnation(input.nodeName);
-      const addresses = await submit(input.nodeName, {
-        kind: 'allocate',
-        id: allocateUpdateId(input.leaseId, input.run),
-        request: { owner: input.leaseId, podUid: input.podUid, pool, incarnation, run: input.run },
-      });
-      return { addresses, activation: config.activation };
-    },
+    produceAddresses: (input: ProduceInput): Promise<Produced> =>
+      beating(async () => {
+        const pool = poolSpec(config, input.pool);
+        const incarnation = await currentIncarnation(input.nodeName);
+        const addresses = await submit(input.nodeName, {
+          kind: 'allocate',
+          id: allocateUpdateId(input.leaseId, input.run),
+          request: { owner: input.leaseId, podUid: input.podUid, pool, incarnation, run: input.run },
+        });
+        return { addresses, activation: config.activation };
+      }),
 
-    async returnAddresses(input: Omit<ProduceInput, 'podUid'>): Promise<AddressGrant[]> {
-      return submit(input.nodeName, {
-        kind: 'release',
-        id: releaseUpdateId(input.leaseId, input.run),
-        request: {
-          owner: input.leaseId,
-          pool: input.pool,
-          cooldownMs: config.reuseCooldownSeconds * 1000,
-          run: input.run,
-        },
-      });
-    },
+    returnAddresses: (input: Omit<ProduceInput, 'podUid'>): Promise<AddressGrant[]> =>
+      beating(() =>
+        submit(input.nodeName, {
+          kind: 'release',
+          id: releaseUpdateId(input.leaseId, input.run),
+          request: {
+            owner: input.leaseId,
+            pool: input.pool,
+            cooldownMs: config.reuseCooldownSeconds * 1000,
+            run: input.run,
+          },
+        }),
+      ),
   };
 }

@@ -17,11 +17,26 @@ export const nodeWorkflowId = (nodeName: string): string => `node/${nodeName}`;
 export const poolWorkflowId = (poolName: string): string => `pool/${poolName}`;
 /** The reconciler's Temporal Schedule: one per control-plane task queue. */
 export const reconcileScheduleId = (taskQueue: string): string => `reconcile/${taskQueue}`;
-/** The coordination Lease by which control workers take turns at the watches: a DNS subdomain. */
-export const watchLeaseName = (taskQueue: string): string =>
-  `netlease-watch-${taskQueue.toLowerCase().replace(/[^a-z0-9.-]+/g, '-')}`
-    .slice(0, 253)
-    .replace(/[^a-z0-9]+$/, '');
+/**
+ * The coordination Lease by which control workers take turns at the watches: a DNS subdomain
+ * (lower case, runs of other characters as one "-"), its task queue's own by a hash of the raw
+ * name (`Control` and `control` are two queues, two Leases).
+ */
+export function watchLeaseName(taskQueue: string): string {
+  const readable = taskQueue
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 200);
+  return `netlease-watch-${readable ? `${readable}-` : ''}${fnv1a(taskQueue)}`;
+}
+
+/** FNV-1a, 32 bits, as 8 hex digits: a short stable hash (this module stays pure). */
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash.toString(16).padStart(8, '0');
+}
 
 /**
  * Update ids of the shim's calls: one per CNI call. Temporal answers a reused id with the earlier

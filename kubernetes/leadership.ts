@@ -4,7 +4,7 @@
 // not agree) is taken over, and a holder that cannot renew stops before that. Writes carry the
 // object's resourceVersion, so of two contenders only one wins a round.
 import type { V1Lease } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { isConflict, isNotFound, type KubeClients } from './kube';
+import { isConflict, isNotFound, kubeApiError, type KubeClients } from './kube';
 
 export interface LeadershipOptions {
   namespace: string;
@@ -39,20 +39,23 @@ export function holdLeadership(
   const api = clients.config.makeApiClient(clients.kube.CoordinationV1Api);
   const { namespace, name, identity, durationSeconds } = options;
   const durationMs = durationSeconds * 1000;
-  // Renew three times a lease; give up leading once two thirds of it passed without a renewal.
+  // Renew three times a lease; stop leading two thirds of it after the last renewal began.
   const retryMs = Math.max(durationMs / 3, 200);
   const giveUpMs = (durationMs * 2) / 3;
   let observed: { record: string; at: number } | undefined;
-  let renewedAt = 0;
+  let holds = false; // the Lease names us as of the last round that answered
   let stopWork: (() => void) | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  let giveUp: NodeJS.Timeout | undefined;
   let round: Promise<void> = Promise.resolve();
   // The API parses these times with microseconds only: a Date's milliseconds are refused.
   const micro = (at: Date | number = Date.now()) => new clients.kube.V1MicroTime(new Date(at).getTime());
+  // The client sets no timeout: a call on a dead connection must not hold a round (or stop()).
+  const bounded = <T>(call: Promise<T>): Promise<T> => within(call, retryMs, `Lease ${namespace}/${name}`);
 
   const read = async (): Promise<V1Lease | undefined> =>
-    api.readNamespacedLease({ name, namespace }).catch((err: unknown) => {
+    bounded(api.readNamespacedLease({ name, namespace })).catch((err: unknown) => {
       if (isNotFound(err)) return undefined;
       throw err;
     });
@@ -69,7 +72,7 @@ export function holdLeadership(
         renewTime: now,
         leaseTransitions: 0,
       };
-      await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } });
+      await bounded(api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } }));
       return true;
     }
     const spec = current.spec ?? {};
@@ -89,11 +92,12 @@ export function holdLeadership(
       leaseDurationSeconds: durationSeconds,
       renewTime: now,
     };
-    await api.replaceNamespacedLease({ name, namespace, body: { ...current, spec: next } });
+    await bounded(api.replaceNamespacedLease({ name, namespace, body: { ...current, spec: next } }));
     return true;
   };
 
   const lose = (why: string) => {
+    clearTimeout(giveUp);
     if (!stopWork) return;
     stopWork();
     stopWork = undefined;
@@ -101,18 +105,20 @@ export function holdLeadership(
   };
 
   const once = async () => {
+    const began = Date.now();
     try {
-      if (await contend()) {
-        renewedAt = Date.now();
-        if (!stopWork && !stopped) {
-          stopWork = events.lead();
-          events.changed?.(true, `holds Lease ${namespace}/${name}`);
-        }
-      } else lose('another replica holds the Lease');
+      holds = await contend();
+      if (!holds) return lose('another replica holds the Lease');
+      // Others may take over durationMs after they saw this renewal: stop well before that.
+      clearTimeout(giveUp);
+      giveUp = setTimeout(() => lose('could not renew the Lease in time'), giveUpMs - (Date.now() - began));
+      if (!stopWork && !stopped) {
+        stopWork = events.lead();
+        events.changed?.(true, `holds Lease ${namespace}/${name}`);
+      }
     } catch (err) {
-      if (!isConflict(err)) events.error?.(err); // a conflict is a race another contender won
+      if (!isConflict(err)) events.error?.(kubeApiError(err)); // a conflict: another contender won
     }
-    if (stopWork && Date.now() - renewedAt > giveUpMs) lose('could not renew the Lease in time');
   };
 
   const schedule = () => {
@@ -130,20 +136,30 @@ export function holdLeadership(
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await round;
-      if (!stopWork) return;
+      await within(round, retryMs, 'the last Lease round').catch(() => undefined);
       lose('stopping');
-      await handBack().catch((err: unknown) => events.error?.(err));
+      // Held (even if a round acquired it as stop began): hand it back for the next at once.
+      if (holds) await handBack().catch((err: unknown) => events.error?.(kubeApiError(err)));
     },
   };
 
   /** An empty holder with a one-second duration: the next contender takes it on its next round. */
   async function handBack(): Promise<void> {
+    holds = false;
     const current = await read();
     if (current?.spec?.holderIdentity !== identity) return;
     const { acquireTime } = current.spec;
     const times = { renewTime: micro(), ...(acquireTime ? { acquireTime: micro(acquireTime) } : {}) };
     const spec = { ...current.spec, ...times, holderIdentity: '', leaseDurationSeconds: 1 };
-    await api.replaceNamespacedLease({ name, namespace, body: { ...current, spec } });
+    await bounded(api.replaceNamespacedLease({ name, namespace, body: { ...current, spec } }));
   }
+}
+
+/** `call`'s answer, or a rejection naming `what` once `ms` passed without one. */
+function within<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms);
+  });
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }

@@ -21,7 +21,7 @@ export class ObjectQueue {
       try {
         await task();
       } catch (err) {
-        onError(err);
+        reportSafely(onError, err);
       } finally {
         this.release();
       }
@@ -56,5 +56,14 @@ export class ObjectQueue {
     if (next)
       next(); // the slot passes straight on
     else this.running -= 1;
+  }
+}
+
+/** A reporter that throws must not stop the object's later events (nor go unhandled). */
+function reportSafely(onError: (err: unknown) => void, err: unknown): void {
+  try {
+    onError(err);
+  } catch {
+    // nothing left to tell
   }
 }

@@ -58,8 +58,9 @@ import { validated } from './validated';
 
 const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>({
   startToCloseTimeout: '30 seconds',
-  // They heartbeat while they wait on the node: a worker killed mid-call costs 5 s, not 30.
-  heartbeatTimeout: '5 seconds',
+  // They heartbeat while they run: a worker killed mid-call costs 10 s, not 30 (the SDK's
+  // heartbeats come every 8 s at most, so 2 s of slack for a busy server).
+  heartbeatTimeout: '10 seconds',
   retry: {
     initialInterval: '200 ms',
     maximumInterval: '10 seconds',

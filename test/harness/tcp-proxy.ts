@@ -9,6 +9,8 @@ export interface TcpProxy {
   cut(): Promise<void>;
   /** Still listening, but every connection is closed at once and counted in `refused`. */
   refuse(): void;
+  /** Connections stay open (new ones too) and nothing passes: a peer that went silent. */
+  stall(): void;
   readonly refused: number;
   /** When each refused connection came (epoch ms): how often a client tries again. */
   readonly refusedAt: readonly number[];
@@ -22,6 +24,8 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let refusing = false;
+  let stalling = false;
+  const pairs = new Set<[Socket, Socket]>();
   const refusedAt: number[] = [];
   const track = (socket: Socket) => {
     sockets.add(socket);
@@ -34,15 +38,20 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
   const restore = () =>
     new Promise<void>((resolve, reject) => {
       refusing = false;
+      stalling = false;
       if (server) return resolve(); // not cut
       server = createServer((client) => {
         if (refusing) {
           refusedAt.push(Date.now());
           return client.destroy();
         }
-        const upstream = connect(Number(port), host);
         track(client);
+        if (stalling) return; // accepted, never answered
+        const upstream = connect(Number(port), host);
         track(upstream);
+        const pair: [Socket, Socket] = [client, upstream];
+        pairs.add(pair);
+        client.on('close', () => pairs.delete(pair));
         // One side gone (the server restarted, refused): the other is closed too, as a load
         // balancer does; a client left connected to nothing would wait for its handshake forever.
         upstream.on('close', () => client.destroy());
@@ -62,11 +71,21 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
     refusing = true;
     dropAll();
   };
+  const stall = () => {
+    stalling = true;
+    for (const [client, upstream] of pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+  };
   await restore();
   return {
     address: `127.0.0.1:${listenPort}`,
     cut,
     refuse,
+    stall,
     get refused() {
       return refusedAt.length;
     },

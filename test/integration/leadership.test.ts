@@ -7,7 +7,10 @@ import { performance } from 'node:perf_hooks';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { holdLeadership, type Leadership } from '../../kubernetes/leadership';
 import { startTracked, stopPid, waitFor } from '../../tools/processes';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
+import { tcpProxy } from '../harness/tcp-proxy';
 import { uniqueName } from '../harness/temporal';
 
 const DURATION_S = 3;
@@ -115,4 +118,31 @@ test('a holder cut off from the API stops leading before another may take over',
   expect(await waitFor(() => other.leadership.leading, DURATION_S * 1000 * 4)).toBe(true);
   expect(stoppedAfter).toBeLessThan(DURATION_S * 1000);
   expect(active.max).toBe(1);
+});
+
+test('a holder whose API connection goes silent stops leading in time, and stops at once', async () => {
+  const name = uniqueName('lease');
+  const config = readFileSync(kubeconfigPath(), 'utf8');
+  const server = /"server": "https:\/\/([^"]+)"/.exec(config)?.[1];
+  if (!server) throw new Error('no server address in the test kubeconfig');
+  const proxy = await tcpProxy(server);
+  try {
+    const file = join(tmpdir(), `${name}-kubeconfig`);
+    writeFileSync(file, config.replace(`https://${server}`, `https://${proxy.address}`));
+    const active = { now: 0, max: 0 };
+    const silent = contender(await connectKube(file), name, 'silent', active);
+    expect(await waitFor(() => silent.leadership.leading, 10_000)).toBe(true);
+    proxy.stall(); // its keep-alive connection and any new one hang: no error ever comes
+    const stalledAt = performance.now();
+    const other = contender(cluster.clients, name, 'other', active);
+    expect(await waitFor(() => !silent.leadership.leading, DURATION_S * 1000 * 2)).toBe(true);
+    expect(performance.now() - stalledAt).toBeLessThan(DURATION_S * 1000);
+    expect(await waitFor(() => other.leadership.leading, DURATION_S * 1000 * 4)).toBe(true);
+    expect(active.max).toBe(1);
+    const stopping = performance.now();
+    await silent.leadership.stop();
+    expect(performance.now() - stopping).toBeLessThan(DURATION_S * 1000);
+  } finally {
+    await proxy.close();
+  }
 });

@@ -15,10 +15,24 @@ test('a container-keyed lease is told from a pod-keyed one', () => {
   expect(madeByHand('')).toBe(true);
 });
 
-test("the watch Lease's name is a DNS subdomain whatever the task queue is called", () => {
-  expect(watchLeaseName('netlease-control')).toBe('netlease-watch-netlease-control');
-  expect(watchLeaseName('Tq_Two Workers!')).toBe('netlease-watch-tq-two-workers');
-  const long = watchLeaseName('q'.repeat(300));
-  expect(long).toHaveLength(253);
-  expect(long).toMatch(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/);
+test("the watch Lease's name is a DNS subdomain of its own for every task queue", () => {
+  const subdomain = /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
+  const names = [
+    'netlease-control',
+    'Control',
+    'control',
+    'a_b',
+    'a-b',
+    'a..b',
+    'x.-y',
+    '',
+    'q'.repeat(300),
+  ].map(watchLeaseName);
+  for (const name of names) {
+    expect(name).toMatch(subdomain);
+    expect(name.length).toBeLessThanOrEqual(253);
+  }
+  expect(new Set(names).size).toBe(names.length);
+  expect(names[0]).toMatch(/^netlease-watch-netlease-control-[0-9a-f]{8}$/);
+  expect(watchLeaseName('netlease-control')).toBe(names[0]); // stable
 });

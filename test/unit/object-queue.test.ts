@@ -98,3 +98,18 @@ test('a limit that is no positive integer is refused', () => {
   expect(() => new ObjectQueue(0)).toThrow('limit must be a positive integer, got 0');
   expect(() => new ObjectQueue(1.5)).toThrow('limit must be a positive integer, got 1.5');
 });
+
+test("a reporter that throws does not stop the object's next event", async () => {
+  const queue = new ObjectQueue(1);
+  const log: string[] = [];
+  queue.push(
+    'ns/a',
+    () => Promise.reject(new Error('refused')),
+    () => {
+      throw new Error('the reporter failed too');
+    },
+  );
+  queue.push('ns/a', async () => void log.push('next'), failHard);
+  await queue.drained();
+  expect(log).toEqual(['next']);
+});

@@ -32,7 +32,7 @@ export async function ensureReconcileSchedule(
   return client.schedule.getHandle(scheduleId);
 }
 
-/** One reconcile run now, beside any in progress. */
+/** One reconcile run now, or right after the one in progress (a flapping holder stacks no more). */
 export async function triggerReconcile(client: Client, taskQueue: string): Promise<void> {
-  await client.schedule.getHandle(reconcileScheduleId(taskQueue)).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+  await client.schedule.getHandle(reconcileScheduleId(taskQueue)).trigger(ScheduleOverlapPolicy.BUFFER_ONE);
 }
