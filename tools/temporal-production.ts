@@ -44,6 +44,10 @@ export const PRODUCTION_DYNAMIC_CONFIG: Record<string, unknown> = {
   // that process is not polling (the control task queue may take more at scale: see README).
   'matching.numTaskqueueReadPartitions': 1,
   'matching.numTaskqueueWritePartitions': 1,
+  // The pod watcher lists a pod's leases for each event that may change them (about three per
+  // pod), beside the reconciler, CNI GC and the metrics sampler. The default, 10 lists a second
+  // per namespace and frontend, held releases back by seconds; the client retries what it refuses.
+  'frontend.namespaceRPS.visibility': 1000,
 };
 
 const DB_USER = 'temporal';
