@@ -17,7 +17,13 @@ export async function containersOfPod(ctr: Containerd['ctr'], podUid: string): P
   const ids = (await ctr(['containers', 'list', '--quiet'])).split('\n').filter(Boolean);
   const found: PodContainer[] = [];
   for (const id of ids) {
-    const { Labels: labels } = InfoSchema.parse(JSON.parse(await ctr(['containers', 'info', id])));
+    const info = await ctr(['containers', 'info', id]).catch((err: unknown) => {
+      // Removed since the list (the kubelet tearing down another pod's sandbox): not this pod's now.
+      if (err instanceof Error && /: not found$/.test(err.message)) return undefined;
+      throw err;
+    });
+    if (info === undefined) continue;
+    const { Labels: labels } = InfoSchema.parse(JSON.parse(info));
     if (labels['io.kubernetes.pod.uid'] !== podUid) continue;
     found.push({
       id,
