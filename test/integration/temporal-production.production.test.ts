@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
 import { z } from 'zod';
 import { LeasePhase, PodUID } from '../../domain/search-attributes';
 import { freePortIn, runToEnd } from '../../tools/processes';
@@ -49,6 +50,26 @@ test('the server is PostgreSQL with SQL visibility and 4 history shards', async 
     persistenceStore: 'postgres12',
     visibilityStore: 'postgres12',
   });
+});
+
+test("a burst of visibility lists, as the pod watcher makes them, is not refused by the server's rate limit", async () => {
+  // No retry interceptor: a refusal (RESOURCE_EXHAUSTED) shows instead of becoming a wait.
+  const connection = await Connection.connect({ address: server.address, interceptors: [] });
+  try {
+    const query = `WorkflowType = 'leaseWorkflow' AND PodUID = '${uniqueName('no-pod')}'`;
+    const answers = await Promise.allSettled(
+      Array.from({ length: 40 }, () =>
+        connection.workflowService.listWorkflowExecutions({ namespace: 'default', query, pageSize: 10 }),
+      ),
+    );
+    const refused = answers.flatMap((a) => (a.status === 'rejected' ? [String(a.reason)] : []));
+    expect({ answered: answers.length - refused.length, refused: refused.slice(0, 3) }).toEqual({
+      answered: 40,
+      refused: [],
+    });
+  } finally {
+    await connection.close();
+  }
 });
 
 test('a lease lives through a stop of Temporal and PostgreSQL, and is released after', async () => {
