@@ -16,7 +16,7 @@ export interface WatchOptions {
 }
 
 /** Events of one object share a key: its namespace and name (a reused name keeps its order). */
-export function objectKey(object: unknown): string {
+function objectKey(object: unknown): string {
   const meta = (object as { metadata?: { namespace?: unknown; name?: unknown } } | null)?.metadata;
   return `${String(meta?.namespace ?? '')}/${String(meta?.name ?? '')}`;
 }

@@ -100,7 +100,7 @@ export function netleaseDriver(
       if (more === 0) return;
       for (let i = 0; i < more; i++) await stack.addControlWorker();
       // A new worker's first workflows build its V8 contexts and warm its JIT: not the row's cost.
-      // Its start triggers a reconcile run, which may release these pod-less leases mid-ADD.
+      // A reconcile run (its start's, or a new watch holder's) may release these pod-less leases mid-ADD.
       const tolerant = {
         ...plugin,
         call: (verb: 'ADD' | 'DEL', pod: BenchPod) => plugin.call(verb, pod).catch(() => undefined),
