@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { asyncLocalStorage } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { startAgain } from '../temporal/start-again';
 import type { AddressGrant } from '../domain/allocation';
 import type { ActivationPolicy } from '../domain/config';
 import { allocateUpdateId, nodeBatchUpdateId, nodeWorkflowId, releaseUpdateId } from '../domain/ids';
@@ -13,13 +14,16 @@ import { unlessGone } from '../temporal/workflow-gone';
 import {
   batchUpdate,
   NODE_WORKFLOW_TYPE,
+  rebuildUpdate,
   type NodeInput,
   type NodeOperation,
   type OperationOutcome,
 } from '../workflows/node-messages';
 import { poolSpec, type ControlDeps } from './deps';
 import { NodeBatches, OperationFailed } from './node-batches';
+import { RebuildRequests } from './rebuild-requests';
 import { callUpdate } from './update-call';
+import { nodeWorkflowRestarts } from '../observability/control-metrics';
 
 /**
  * How long one batch may take: a hung call must not hold the node's queue. Its operations then
@@ -76,26 +80,46 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
     return uid;
   };
 
-  const startNode = (nodeName: string) =>
-    new WithStartWorkflowOperation(NODE_WORKFLOW_TYPE, {
-      workflowId: nodeWorkflowId(nodeName),
-      taskQueue: config.temporal.taskQueue,
-      args: [{ nodeName, historyLimit: config.nodeHistoryLimit } satisfies NodeInput],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: [{ key: NodeName, value: nodeName }],
-    });
+  const nodeStart = (nodeName: string, restartedAfter?: string) => ({
+    taskQueue: config.temporal.taskQueue,
+    args: [{ nodeName, historyLimit: config.nodeHistoryLimit, restartedAfter } satisfies NodeInput] as [
+      NodeInput,
+    ],
+    typedSearchAttributes: [{ key: NodeName, value: nodeName }],
+  });
 
-  /** One batch to the node; a batch with an allocation starts the node workflow if need be. */
+  /** A closed node workflow is started again on purpose; the new run rebuilds its table first. */
+  const restartNode = async (nodeName: string): Promise<void> => {
+    const closed = await startAgain(client, nodeWorkflowId(nodeName), NODE_WORKFLOW_TYPE, (why) =>
+      nodeStart(nodeName, why),
+    );
+    if (closed && closed !== 'RUNNING') nodeWorkflowRestarts.inc({ status: closed });
+  };
+
+  /** One batch to the node; a batch with an allocation starts a node workflow that never ran. */
   const sendBatch = async (nodeName: string, operations: NodeOperation[]): Promise<OperationOutcome[]> => {
     const options = {
       args: [operations] as [NodeOperation[]],
       updateId: nodeBatchUpdateId(nodeName, randomUUID()),
     };
+    const startNode = () =>
+      new WithStartWorkflowOperation(NODE_WORKFLOW_TYPE, {
+        ...nodeStart(nodeName),
+        workflowId: nodeWorkflowId(nodeName),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
+    const withStart = () =>
+      client.workflow.executeUpdateWithStart(batchUpdate, {
+        ...options,
+        startWorkflowOperation: startNode(),
+      });
     const call = operations.some((op) => op.kind === 'allocate')
       ? () =>
-          client.workflow.executeUpdateWithStart(batchUpdate, {
-            ...options,
-            startWorkflowOperation: startNode(nodeName),
+          withStart().catch(async (err: unknown) => {
+            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+            await restartNode(nodeName);
+            return withStart();
           })
       : () => client.workflow.getHandle(nodeWorkflowId(nodeName)).executeUpdate(batchUpdate, options);
     // Gone (releases only: a batch with an allocation starts the node): nothing was held.
@@ -105,7 +129,7 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
       nothingHeld,
     );
   };
-  const batches = new NodeBatches(sendBatch);
+  const batches = new NodeBatches(sendBatch, new RebuildRequests(client, rebuildUpdate));
 
   /** An operation's grants; its failure as the ApplicationFailure the lease decides on. */
   const submit = async (nodeName: string, op: NodeOperation): Promise<AddressGrant[]> => {

@@ -4,21 +4,26 @@
 // workflow and be refused and retried with back-off (README, "Scale").
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Family } from '../domain/cidr';
 import type { PoolSpec } from '../domain/config';
 import { poolBatchUpdateId, poolWorkflowId } from '../domain/ids';
 import {
   acquireBlocksUpdate,
+  moveBlocksUpdate,
   POOL_WORKFLOW_TYPE,
+  rebuildPoolUpdate,
   returnBlocksUpdate,
   type BlockOutcome,
   type BlockRequest,
-  type PoolInput,
 } from '../workflows/pool-messages';
+import { FailureType } from '../domain/lease';
 import type { ControlDeps } from './deps';
 import { callUpdate } from './update-call';
 import { UpdateBatches, type Settled } from './update-batches';
+import { RebuildRequests } from './rebuild-requests';
+import { poolStart } from '../temporal/pools';
+import { startAgain } from '../temporal/start-again';
 import { compensationBlocksReturned } from '../observability/control-metrics';
 
 export interface AcquireBlockInput {
@@ -26,6 +31,15 @@ export interface AcquireBlockInput {
   node: string;
   incarnation: string;
   family: Family;
+  updateId: string;
+}
+
+export interface MoveBlocksInput {
+  pool: string;
+  node: string;
+  from: string;
+  to: string;
+  blocks: string[];
   updateId: string;
 }
 
@@ -37,45 +51,76 @@ export interface ReturnBlocksInput {
   updateId: string;
 }
 
-/** A hand-out's outcome as the node workflow's activity answers it: the block, or the pool's failure. */
+/**
+ * A hand-out's outcome as the node workflow's activity answers it: the block, or the pool's
+ * failure. A pool rebuilding its blocks is asked again; one whose blocks are not verified (a reset
+ * run) is asked to rebuild (`rebuild`), and then again.
+ */
 function settleHandOut(
+  rebuilds: RebuildRequests,
   pool: string,
   request: BlockRequest,
   outcome: BlockOutcome | undefined,
 ): Settled<string> {
   if (!outcome) return { error: new Error(`pool ${pool} did not answer ${request.id}`) };
   if ('block' in outcome) return { value: outcome.block };
-  const { message, type, nonRetryable } = outcome.failure;
+  const { message, type, nonRetryable, run } = outcome.failure;
+  if (type === FailureType.tableRebuilding) return { again: true };
+  if (type === FailureType.tableUnverified && run) return rebuilds.ask(poolWorkflowId(pool), run);
   return { error: ApplicationFailure.create({ message, type, nonRetryable }) };
 }
 
 export function blockActivities({ client, config }: ControlDeps) {
-  /** One batch of hand-outs; the pool workflow starts if it is not running (its spec: the first request's). */
-  const sendHandOuts = (pool: string, requests: BlockRequest[]): Promise<BlockOutcome[]> =>
-    callUpdate(() =>
+  const spec = (pool: string, requests: BlockRequest[]): PoolSpec =>
+    config.pools.find((p) => p.name === pool) ?? (requests[0]?.spec as PoolSpec);
+  /**
+   * One batch of hand-outs. A pool workflow that never ran starts with it; one that ran and closed
+   * is started again on purpose (temporal/start-again), and rebuilds its blocks first.
+   */
+  const sendHandOuts = (pool: string, requests: BlockRequest[]): Promise<BlockOutcome[]> => {
+    const withStart = () =>
       client.workflow.executeUpdateWithStart(acquireBlocksUpdate, {
         args: [requests],
         updateId: poolBatchUpdateId(pool, randomUUID()),
         startWorkflowOperation: new WithStartWorkflowOperation(POOL_WORKFLOW_TYPE, {
+          ...poolStart(config, spec(pool, requests)),
           workflowId: poolWorkflowId(pool),
-          taskQueue: config.temporal.taskQueue,
-          args: [
-            {
-              spec: requests[0]?.spec as PoolSpec,
-              historyLimit: config.nodeHistoryLimit,
-            } satisfies PoolInput,
-          ],
           workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
         }),
+      });
+    return callUpdate(() =>
+      withStart().catch(async (err: unknown) => {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        await startAgain(client, poolWorkflowId(pool), POOL_WORKFLOW_TYPE, (why) =>
+          poolStart(config, spec(pool, requests), why),
+        );
+        return withStart();
       }),
     );
-  const handOuts = new UpdateBatches(sendHandOuts, settleHandOut);
+  };
+  const rebuilds = new RebuildRequests(client, rebuildPoolUpdate);
+  const handOuts = new UpdateBatches(
+    sendHandOuts,
+    (pool: string, request: BlockRequest, outcome?: BlockOutcome) =>
+      settleHandOut(rebuilds, pool, request, outcome),
+  );
 
   return {
     /** The node's deterministic update id is the hand-out's id: a retried activity gets the same block. */
     acquireBlock(input: AcquireBlockInput): Promise<string> {
       const { pool, node, incarnation, family, updateId } = input;
       return handOuts.submit(pool.name, { id: updateId, node, incarnation, family, spec: pool });
+    },
+
+    /** A node's new incarnation adopted these blocks of the old one (compensation, living pods). */
+    moveBlocks(input: MoveBlocksInput): Promise<string[]> {
+      const { pool, node, from, to, blocks, updateId } = input;
+      return callUpdate(() =>
+        client.workflow
+          .getHandle(poolWorkflowId(pool))
+          .executeUpdate(moveBlocksUpdate, { args: [{ node, from, to, blocks }], updateId }),
+      );
     },
 
     async returnBlocks(input: ReturnBlocksInput): Promise<string[]> {

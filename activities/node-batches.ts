@@ -2,7 +2,9 @@
 // (activities/update-batches): one batch update in flight per node.
 import type { NodeOperation, OperationFailure, OperationOutcome } from '../workflows/node-messages';
 import type { AddressGrant } from '../domain/allocation';
+import { nodeWorkflowId } from '../domain/ids';
 import { FailureType } from '../domain/lease';
+import type { RebuildRequests } from './rebuild-requests';
 import { UpdateBatches, type Settled } from './update-batches';
 
 /** Sends one batch to one node workflow; resolves with an outcome per operation. */
@@ -16,20 +18,26 @@ export class OperationFailed extends Error {
   }
 }
 
+/** Sent again: the node was about to continue-as-new, or is rebuilding its table. */
+const SEND_AGAIN = new Set<string>([FailureType.nodeContinuing, FailureType.tableRebuilding]);
+
 function settleOperation(
+  rebuilds: RebuildRequests | undefined,
   node: string,
   op: NodeOperation,
   outcome: OperationOutcome | undefined,
 ): Settled<AddressGrant[]> {
   if (!outcome) return { error: new Error(`node ${node} did not answer ${op.id}`) };
   if ('grants' in outcome) return { value: outcome.grants };
-  // The node was about to continue-as-new: the next run takes it.
-  if (outcome.failure.type === FailureType.nodeContinuing) return { again: true };
+  const { type, run } = outcome.failure;
+  if (SEND_AGAIN.has(type)) return { again: true };
+  // A reset run's answer is not used: it rebuilds its table first (workflows/node/rebuild).
+  if (type === FailureType.tableUnverified && run && rebuilds) return rebuilds.ask(nodeWorkflowId(node), run);
   return { error: new OperationFailed(outcome.failure) };
 }
 
 export class NodeBatches extends UpdateBatches<NodeOperation, OperationOutcome, AddressGrant[]> {
-  constructor(send: SendBatch) {
-    super(send, settleOperation);
+  constructor(send: SendBatch, rebuilds?: RebuildRequests) {
+    super(send, (node, op, outcome) => settleOperation(rebuilds, node, op, outcome));
   }
 }

@@ -3,10 +3,14 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ControlDeps } from './deps';
-import { knownLeases, knownNodes } from '../temporal/visibility';
-import { decideNode, decidePod } from '../domain/cluster-decisions';
+import { knownLeases, knownNodes, type KnownLease } from '../temporal/visibility';
+import { decideNode, decidePod, type PodDecision } from '../domain/cluster-decisions';
 import { madeByHand } from '../domain/ids';
+import type { PodFact } from '../domain/k8s';
+import type { ClusterReader } from '../kubernetes/cluster-reader';
+import { reopenClosedPools } from '../temporal/pools';
 import { applyNodeDecision, applyPodDecision } from '../temporal/signals';
+import { collectLeak, findLeaks, podLives, recoverLease } from './leaks';
 import {
   reconcileActions,
   reconcileLastReleased,
@@ -22,9 +26,24 @@ export interface ReconcileSummary {
   confirmedRunning: number;
   nodesDeleted: number;
   nodesReplaced: number;
+  /** Pods a quorum list lacked that a second read after the grace found after all (kept). */
+  secondLookAlive?: number;
+  /** Leases whose workflow closed without a release: addresses collected, or the lease started again. */
+  leaksCollected?: number;
+  leasesRecovered?: number;
   /** Set when the run could not read the cluster (the counts are then 0): why. */
   skipped?: string;
 }
+
+/** The pod again by a quorum GET of its name: the second look before a release. */
+async function stillGone(reader: ClusterReader, lease: KnownLease): Promise<boolean> {
+  const [namespace, name] = lease.podRef.includes('/') ? lease.podRef.split('/', 2) : ['', ''];
+  if (!namespace || !name) return true; // no name to read by: the quorum list is all there is
+  const pod = await reader.readPod(namespace, name);
+  return pod?.uid !== lease.podUid;
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function reconcileActivities({ client, config, reader }: ControlDeps) {
   return {
@@ -69,12 +88,27 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       nodesDeleted: 0,
       nodesReplaced: 0,
     };
-    for (const lease of leases.filter((l) => !madeByHand(l.podUid))) {
-      const pod = pods.get(lease.podUid);
-      const done = await applyPodDecision(client, lease.workflowId, decidePod(lease, pod), 'reconciler');
+    const releaseGraceMs = (config.kubernetes?.releaseGraceSeconds ?? 5) * 1000;
+    const count = async (done: 'released' | 'confirmedRunning' | 'kept') => {
       if (done === 'released') summary.released++;
       if (done === 'confirmedRunning') summary.confirmedRunning++;
+    };
+    // Release follows the pod: one absent from the list is released only when a second quorum
+    // read after the grace still finds no pod with its UID (seen gone twice).
+    const secondLook: Array<{ lease: KnownLease; decision: PodDecision }> = [];
+    for (const lease of leases.filter((l) => !madeByHand(l.podUid))) {
+      const pod = pods.get(lease.podUid);
+      const decision = decidePod(lease, pod);
+      if (decision.action === 'release' && pod === undefined) secondLook.push({ lease, decision });
+      else await count(await applyPodDecision(client, lease.workflowId, decision, 'reconciler'));
       Context.current().heartbeat({ what: 'leases' });
+    }
+    if (secondLook.length) await pause(releaseGraceMs);
+    for (const { lease, decision } of secondLook) {
+      if (await stillGone(reader, lease))
+        await count(await applyPodDecision(client, lease.workflowId, decision, 'reconciler'));
+      else summary.secondLookAlive = (summary.secondLookAlive ?? 0) + 1;
+      Context.current().heartbeat({ what: 'second look' });
     }
     // Never resurrects a node: signals go only to node workflows that exist, never start one.
     for (const node of nodes) {
@@ -86,6 +120,45 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       if (done.observed) summary.nodesReplaced++;
       else if (done.deleted) summary.nodesDeleted++;
     }
+    await collectLeaks(
+      summary,
+      new Set(leases.map((l) => l.workflowId)),
+      nodes.map((n) => n.name),
+      pods,
+    );
+    // A pool workflow terminated from the UI is started again (it rebuilds its blocks).
+    await reopenClosedPools(client, config);
     return summary;
+  }
+
+  /** Leases closed without a release: their addresses back to the node, or the lease started again. */
+  async function collectLeaks(
+    summary: ReconcileSummary,
+    open: Set<string>,
+    nodes: string[],
+    pods: Map<string, PodFact>,
+  ): Promise<void> {
+    const log = Context.current().log;
+    for (const leak of await findLeaks(client, nodes, open)) {
+      const pod = pods.get(leak.podUid);
+      if (pod && podLives(leak, pods)) {
+        const recovered = await recoverLease(client, config.temporal.taskQueue, leak, pod);
+        if (recovered) summary.leasesRecovered = (summary.leasesRecovered ?? 0) + 1;
+        log.warn(
+          recovered
+            ? 'lease started again: its workflow closed while its pod runs'
+            : 'lease closed while its pod runs, and its state cannot be read: see netleasectl check',
+          { ...leak },
+        );
+      } else {
+        await collectLeak(client, config, leak);
+        summary.leaksCollected = (summary.leaksCollected ?? 0) + 1;
+        log.warn(
+          'leaked addresses collected: the lease workflow closed without returning them and its pod is gone',
+          { ...leak },
+        );
+      }
+      Context.current().heartbeat({ what: 'leaks' });
+    }
   }
 }

@@ -8,7 +8,7 @@ import { leaseWorkflowId } from '../domain/ids';
 import { termsOf, type Attachment, type LeaseStart, type LeaseState, type Sandbox } from '../domain/lease';
 import type { OfferRecord } from '../domain/offer';
 import { routesFor } from '../domain/routes';
-import { poolTaskQueue } from '../temporal/pools';
+import { poolTaskQueue, unopenedPool } from '../temporal/pools';
 import { consumeLease } from './consume';
 import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { CniEnv } from './env';
@@ -78,17 +78,24 @@ export async function add(env: CniEnv, conf: NetConf, context: CniContext): Prom
 
 /**
  * A pool the control plane does not serve, or serves on another task queue (where no lease
- * would ever run), is a mistake in the request: no lease is started.
+ * would ever run), is a mistake in the request: no lease is started. A pool it is still opening
+ * (it starts, or starts that pool again) is "try again later".
  */
 async function refuseUnservedPool(client: Client, pool: string, taskQueue: string): Promise<void> {
   const served = await poolTaskQueue(client, pool);
   if (served === taskQueue) return;
+  if (served === undefined && (await unopenedPool(client, pool, taskQueue)) === 'starting')
+    throw new CniError(
+      CniCode.tryAgainLater,
+      `the control plane is starting: pool "${pool}" is not open yet`,
+      `no open pool/${pool} workflow on task queue ${quoted(taskQueue)} yet; it opens when a control worker ` +
+        `configured with it starts`,
+    );
   if (served === undefined)
     throw new CniError(
       CniCode.invalidNetworkConfig,
       `pool: unknown pool "${pool}"`,
-      `no open pool/${pool} workflow: the control worker's config has no such pool, or no control ` +
-        `worker has started since it was added`,
+      `the control plane on task queue ${quoted(taskQueue)} serves other pools: its config has no such pool`,
     );
   throw new CniError(
     CniCode.invalidNetworkConfig,

@@ -69,6 +69,10 @@ const FAILURE_CODES: Record<string, number> = {
   [FailureType.conflict]: CniCode.addressConflict,
   [FailureType.released]: CniCode.tryAgainLater,
   [FailureType.activationFailed]: CniCode.tryAgainLater,
+  // The Node was replaced while the lease produced: the runtime's next ADD reads the new one.
+  [FailureType.incarnationGone]: CniCode.tryAgainLater,
+  [FailureType.tableRebuilding]: CniCode.tryAgainLater,
+  [FailureType.tableUnverified]: CniCode.tryAgainLater,
 };
 
 export function toCniError(err: unknown, address: string): CniError {

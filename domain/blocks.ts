@@ -1,5 +1,17 @@
-// A pool's block table: which block of the pool's CIDRs belongs to which node incarnation.
-import { blockCount, formatPrefix, parsePrefix, subPrefix, type Family } from './cidr';
+// A pool's block table: which block of the pool's CIDRs belongs to which node incarnation. Blocks
+// are compared by the addresses they cover, never by their text: a pool whose block size changed
+// (a /26 held, a /25 asked for) must not hand out a block that overlaps one held.
+import {
+  blockCount,
+  formatPrefix,
+  lastAddress,
+  overlaps,
+  parsePrefix,
+  size,
+  subPrefix,
+  type Family,
+  type Prefix,
+} from './cidr';
 import type { PoolSpec } from './config';
 
 export interface BlockOwner {
@@ -14,20 +26,34 @@ export function blockLength(pool: PoolSpec, family: Family): number {
   return family === 4 ? pool.blockSize.ipv4 : pool.blockSize.ipv6;
 }
 
+/** The held block (as text) that covers any address of `prefix`, if one does. */
+export function overlappingBlock(held: Iterable<string>, prefix: Prefix): string | undefined {
+  for (const text of held) if (overlaps(parsePrefix(text), prefix)) return text;
+  return undefined;
+}
+
 /**
- * The first block of `family` that nobody holds, or undefined when the pool is exhausted.
- * Scans at most (held blocks + 1) candidates per CIDR, so huge IPv6 ranges cost nothing extra.
+ * The first block of `family` that overlaps no held block, or undefined when the pool is
+ * exhausted. Each candidate that overlaps a held block skips past that block's last address, so
+ * the scan costs at most (held blocks + 1) candidates per CIDR, whatever the range's size.
  */
 export function freeBlock(table: BlockTable, pool: PoolSpec, family: Family): string | undefined {
-  const held = Object.keys(table).length;
+  const length = blockLength(pool, family);
+  const held = Object.keys(table)
+    .map((text) => parsePrefix(text))
+    .filter((p) => p.family === family);
   for (const text of pool.cidrs) {
     const cidr = parsePrefix(text);
     if (cidr.family !== family) continue;
-    const count = blockCount(cidr, blockLength(pool, family));
-    const limit = count < BigInt(held + 1) ? count : BigInt(held + 1);
-    for (let index = 0n; index < limit; index++) {
-      const block = formatPrefix(subPrefix(cidr, blockLength(pool, family), index));
-      if (!table[block]) return block;
+    const count = blockCount(cidr, length);
+    if (count === 0n) continue;
+    const span = size(subPrefix(cidr, length, 0n));
+    for (let index = 0n; index < count;) {
+      const candidate = subPrefix(cidr, length, index);
+      const taken = held.find((h) => overlaps(h, candidate));
+      if (!taken) return formatPrefix(candidate);
+      // On to the first candidate that starts after the held block ends.
+      index = (lastAddress(taken) - cidr.network) / span + 1n;
     }
   }
   return undefined;

@@ -139,6 +139,11 @@ export const KubernetesSchema = z
     kubeconfig: z.string().optional(),
     /** How often the reconciler schedule runs. */
     reconcileIntervalSeconds: z.number().int().min(1).default(60),
+    /**
+     * The reconciler releases a lease whose pod a quorum list lacks only when a second quorum read
+     * this long after still finds no such pod (seen gone twice, as Calico's IPAM GC does).
+     */
+    releaseGraceSeconds: z.number().min(0).max(600).default(5),
     /** Watch nodes and pods (hints that trigger verifying reads). */
     watch: z.boolean().default(true),
     /** Watch events handled at once, each object's in order (a pod event may cost three round trips). */

@@ -57,12 +57,14 @@ export const releaseUpdateId = (leaseId: string, run: string): string => `releas
 /** A batch of a node's allocations and releases: unique per call, its operations keep their ids. */
 export const nodeBatchUpdateId = (nodeName: string, unique: string): string => `batch/${nodeName}/${unique}`;
 export const poolBatchUpdateId = (poolName: string, unique: string): string => `blocks/${poolName}/${unique}`;
+/** One block request of a node run; `run` (newer runs) keeps a restarted node's requests its own. */
 export const acquireBlockUpdateId = (
   node: string,
   incarnation: string,
   family: number,
   seq: number,
-): string => `acquire/${node}/${incarnation}/${family}/${seq}`;
+  run?: string,
+): string => `acquire/${node}/${incarnation}/${family}/${run ? `${run}/` : ''}${seq}`;
 /** The node agent's `offer` of a lease: unique per call (the lease answers every one the same). */
 export const offerUpdateId = (unique: string): string => `offer/${unique}`;
 /** The node agent's confirmation of an ADD it answered from its offer: one per sandbox and run. */

@@ -89,7 +89,8 @@ export const termsOf = ({ nodeName, pool, mode, network }: LeaseStart): LeaseTer
   network,
 });
 
-const termsText = (terms: LeaseTerms, withNode: boolean): string =>
+/** `network n (ptp, pool p, node x)`: terms as a message names them. */
+export const termsText = (terms: LeaseTerms, withNode = true): string =>
   `network ${terms.network ?? '(none)'} (${terms.mode}, pool ${terms.pool}${withNode ? `, node ${terms.nodeName}` : ''})`;
 
 /**
@@ -167,6 +168,16 @@ export interface LeaseState {
   attachments: Attachment[];
   lastError?: string;
   releaseReason?: string;
+  /** A runtime was told the addresses (an ADD answered): the terms are no longer a guess. */
+  told?: boolean;
+}
+
+/** What a closed run of a lease held, for a new run of it while its pod still runs. */
+export interface RecoveredLease {
+  attachments: Array<Omit<Attachment, 'status'>>;
+  podRunning: boolean;
+  /** Why the lease was started again (its earlier run's status). */
+  reason: string;
 }
 
 /** Failure types the shim maps to CNI error codes. */
@@ -183,4 +194,10 @@ export const FailureType = {
   termsMismatch: 'TermsMismatch',
   /** Transient: the node workflow is about to continue-as-new; the caller sends the request again. */
   nodeContinuing: 'NodeContinuing',
+  /** Transient: a node or pool is rebuilding its table from the leases; sent again after. */
+  tableRebuilding: 'TableRebuilding',
+  /** A node's or pool's table is not verified (a reset run): the caller asks for a rebuild first. */
+  tableUnverified: 'TableUnverified',
+  /** The Node incarnation the request read is gone (replaced meanwhile): the runtime tries again. */
+  incarnationGone: 'IncarnationGone',
 } as const;

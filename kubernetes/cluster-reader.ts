@@ -48,6 +48,16 @@ export class ClusterReader {
     );
   }
 
+  /** The pods bound to one node, page by page (quorum): what its compensation judges leases by. */
+  listPodsOnNode(nodeName: string): Promise<PodFact[]> {
+    const fieldSelector = `spec.nodeName=${nodeName}`;
+    return paginate(
+      (token) => this.core.listPodForAllNamespaces({ fieldSelector, limit: PAGE, _continue: token }),
+      (item) => podFact(PodSchema.parse(item)),
+      () => undefined,
+    );
+  }
+
   listNodes(onPage: (count: number) => void = () => undefined): Promise<KubeNode[]> {
     return paginate(
       (token) => this.core.listNode({ limit: PAGE, _continue: token }),

@@ -57,6 +57,26 @@ export const compensationBlocksReturned = new Counter({
   registers: [controlRegistry],
 });
 
+export const nodeWorkflowRestarts = new Counter({
+  name: 'netlease_node_workflow_restarts_total',
+  help: 'Node workflows started again after their run closed (terminated, failed), by how it closed; each rebuilds its table from the leases.',
+  labelNames: ['status'] as const,
+  registers: [controlRegistry],
+});
+
+export const leakedAddressesCollected = new Counter({
+  name: 'netlease_leaked_addresses_collected_total',
+  help: 'Addresses whose lease workflow closed without returning them (terminated, failed, timed out), returned to their node by the reconciler because their pod is gone.',
+  labelNames: ['pool'] as const,
+  registers: [controlRegistry],
+});
+
+export const leasesRecovered = new Counter({
+  name: 'netlease_leases_recovered_total',
+  help: 'Lease workflows closed without a release (terminated, failed, timed out) while their pod still runs, started again by the reconciler with what they held.',
+  registers: [controlRegistry],
+});
+
 export const reconcileRuns = new Counter({
   name: 'netlease_reconcile_runs_total',
   help: 'Reconciler activity attempts by result (ok, error).',

@@ -1,22 +1,84 @@
 // The pools a control plane serves, as the node agents can see them: the control worker keeps one
-// open pool/<name> workflow per configured pool (started at its start), so an ADD naming another
-// pool is refused on the node before any lease workflow exists.
-import type { Client } from '@temporalio/client';
-import type { NetleaseConfig } from '../domain/config';
+// open pool/<name> workflow per configured pool (opened and configured at its start), so an ADD
+// naming another pool is refused on the node before any lease workflow exists. Each pool
+// workflow's memo lists every pool the control worker serves: a pool that is configured but not
+// open (the control plane starting, or the pool being started again) is "try again later", never
+// "unknown pool".
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import type { NetleaseConfig, PoolSpec } from '../domain/config';
+import { ConfigError } from '../domain/config';
 import { poolWorkflowId } from '../domain/ids';
-import { POOL_WORKFLOW_TYPE, type PoolInput } from '../workflows/pool-messages';
+import {
+  CONFIGURED_POOLS_MEMO,
+  configureUpdate,
+  POOL_WORKFLOW_TYPE,
+  type PoolInput,
+} from '../workflows/pool-messages';
+import { startAgain } from './start-again';
 import { unlessGone } from './workflow-gone';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 
-/** Starts each configured pool's workflow unless it runs (the first block would start it too). */
-export async function ensurePoolWorkflows(client: Client, config: NetleaseConfig): Promise<void> {
+/** The start options of a pool's workflow. */
+export const poolStart = (config: NetleaseConfig, spec: PoolSpec, restartedAfter?: string) => {
+  const configuredPools = config.pools.map((p) => p.name);
+  const input: PoolInput = { spec, historyLimit: config.nodeHistoryLimit, configuredPools, restartedAfter };
+  return {
+    taskQueue: config.temporal.taskQueue,
+    args: [input] as [PoolInput],
+    memo: { [CONFIGURED_POOLS_MEMO]: configuredPools },
+  };
+};
+
+/**
+ * Opens each configured pool's workflow (a closed one is started again and rebuilds its blocks).
+ * Before the control worker runs: the agents refuse an ADD for a pool with no open workflow.
+ */
+export async function openPoolWorkflows(client: Client, config: NetleaseConfig): Promise<void> {
   for (const spec of config.pools) {
-    await client.workflow.start(POOL_WORKFLOW_TYPE, {
-      workflowId: poolWorkflowId(spec.name),
-      taskQueue: config.temporal.taskQueue,
-      args: [{ spec, historyLimit: config.nodeHistoryLimit } satisfies PoolInput],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
+    const closed = await startAgain(client, poolWorkflowId(spec.name), POOL_WORKFLOW_TYPE, (why) =>
+      poolStart(config, spec, why),
+    );
+    if (closed === undefined)
+      await client.workflow.start(POOL_WORKFLOW_TYPE, {
+        ...poolStart(config, spec),
+        workflowId: poolWorkflowId(spec.name),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
   }
+}
+
+/**
+ * Configures each open pool with the control worker's spec (a worker must run: it is an update).
+ * A change that would move addresses out from under its handed-out blocks is refused: the
+ * control worker stops, and the error names the field and the way out.
+ */
+export async function configurePoolWorkflows(client: Client, config: NetleaseConfig): Promise<void> {
+  for (const spec of config.pools) await configurePool(client, config, spec);
+}
+
+/** Pools whose workflow closed (terminated from the UI) are started again; the reconciler's step. */
+export async function reopenClosedPools(client: Client, config: NetleaseConfig): Promise<string[]> {
+  const reopened: string[] = [];
+  for (const spec of config.pools) {
+    const closed = await startAgain(client, poolWorkflowId(spec.name), POOL_WORKFLOW_TYPE, (why) =>
+      poolStart(config, spec, why),
+    );
+    if (closed === undefined || closed === 'RUNNING') continue;
+    await configurePool(client, config, spec);
+    reopened.push(spec.name);
+  }
+  return reopened;
+}
+
+async function configurePool(client: Client, config: NetleaseConfig, spec: PoolSpec): Promise<void> {
+  const configuredPools = config.pools.map((p) => p.name);
+  await client.workflow
+    .getHandle(poolWorkflowId(spec.name))
+    .executeUpdate(configureUpdate, { args: [{ spec, configuredPools }] })
+    .catch((err: unknown) => {
+      if (err instanceof WorkflowUpdateFailedError) throw new ConfigError(err.cause?.message ?? err.message);
+      throw err;
+    });
 }
 
 const KNOWN_FOR_MS = 60_000;
@@ -41,4 +103,28 @@ export async function poolTaskQueue(client: Client, pool: string): Promise<strin
 /** Whether the control plane serves this pool: its pool workflow is open. */
 export async function poolIsServed(client: Client, pool: string): Promise<boolean> {
   return (await poolTaskQueue(client, pool)) !== undefined;
+}
+
+const configuredIn = (execution: WorkflowExecutionInfo): string[] => {
+  const listed = execution.memo?.[CONFIGURED_POOLS_MEMO];
+  return Array.isArray(listed) ? listed.map(String) : [];
+};
+
+/**
+ * A pool with no open workflow: 'starting' when a control plane on this task queue lists it among
+ * its pools, or when no pool of it is open yet (no control plane has started: it may well be);
+ * 'unknown' when the control plane is up and does not serve it (a mistake in the request).
+ */
+export async function unopenedPool(
+  client: Client,
+  pool: string,
+  taskQueue: string,
+): Promise<'starting' | 'unknown'> {
+  const query = `WorkflowType = '${POOL_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, '')}'`;
+  let open = 0;
+  for await (const execution of client.workflow.list({ query })) {
+    open++;
+    if (configuredIn(execution).includes(pool)) return 'starting';
+  }
+  return open === 0 ? 'starting' : 'unknown';
 }

@@ -20,6 +20,9 @@ import { supervise, type Supervised } from './supervise';
 import { runBootstrap } from './set-up';
 import { startDevServer } from './temporal-server';
 import { startProductionTemporal } from './temporal-production';
+import { connectClient } from '../temporal/connection';
+import { poolIsServed } from '../temporal/pools';
+import { waitFor } from './processes';
 
 const root = join(__dirname, '..', '..');
 const stateDir = process.env.NETLEASE_STATE_DIR ?? join(root, '.netlease');
@@ -119,6 +122,7 @@ async function main(): Promise<void> {
     ),
   );
   save();
+  await untilPoolsOpen(effective);
   if (clusterRun) {
     for (const agent of clusterRun.agents)
       workers.push(supervise(`node agent of ${agent.nodeName}`, agent.start, events));
@@ -155,6 +159,24 @@ Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostNodeName()} regist
   node dist/tools/demo-pod.js delete demo    # the lease is released
 Temporal CLI: ${linkCli(server.cli)}  (not on PATH; e.g. .netlease/bin/temporal workflow list)
 Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
+}
+
+/**
+ * "Running" is said once the control worker has opened every pool: an ADD before that is answered
+ * "try again later", and a user who tries one at once must not see that.
+ */
+async function untilPoolsOpen(config: Pick<NetleaseConfig, 'pools' | 'temporal'>): Promise<void> {
+  const names = config.pools.map((p) => p.name);
+  console.log(`netlease: waiting for the control worker to open its pools (${names.join(', ')})`);
+  const client = await connectClient(config.temporal);
+  try {
+    const open = async () => (await Promise.all(names.map((n) => poolIsServed(client, n)))).every(Boolean);
+    const opened = await waitFor(() => open().catch(() => false), 120_000, 250);
+    if (!opened)
+      throw new Error(`the control worker did not open its pools within 120 s (see its log above)`);
+  } finally {
+    await client.connection.close();
+  }
 }
 
 interface StartedTemporal {

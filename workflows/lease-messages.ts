@@ -20,6 +20,11 @@ export const podRunningSignal = defineSignal<[]>('podRunning');
 export const releaseSignal = defineSignal<[ReleaseRequest]>('release');
 /** Sent by hand (UI Signal form or CLI) to run a parked activation again. */
 export const retrySignal = defineSignal<[]>('retry');
+/**
+ * Sent by the lease's node workflow when a new incarnation of its node adopted the lease (its pod
+ * still exists): an offer the old incarnation's agent holds is revoked.
+ */
+export const nodeReplacedSignal = defineSignal<[{ uid: string }]>('nodeReplaced');
 export const leaseStateQuery = defineQuery<LeaseState>('state');
 
 export const LEASE_WORKFLOW_TYPE = 'leaseWorkflow';

@@ -6,7 +6,6 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  getCurrentDetails,
   isCancellation,
   log,
   patched,
@@ -28,6 +27,7 @@ import {
   ReleaseSchema,
   SandboxSchema,
   termsMismatch,
+  termsText,
   type Attachment,
   type ConsumeRequest,
   type DeactivateRequest,
@@ -35,12 +35,14 @@ import {
   type LeasePhase as Phase,
   type LeaseStart,
   type LeaseState,
+  type LeaseTerms,
+  type RecoveredLease,
   type ReleaseRequest,
   type Sandbox,
 } from '../domain/lease';
 // Types only: every module the bundle evaluates costs heap in each cached workflow (its own copy).
 import type { Offer, OfferAnswer } from '../domain/offer';
-import { IPAddresses, LeasePhase } from '../domain/search-attributes';
+import { IPAddresses, LeasePhase, NodeName } from '../domain/search-attributes';
 import { describeIssues } from '../domain/text-schemas';
 import { activateOnNode, addressList, deactivateOnNode, revokeOfferOnNode, summary } from './dataplane';
 import { causeOf, describe, toApplicationFailure } from './failures';
@@ -49,11 +51,13 @@ import {
   consumeUpdate,
   deactivateUpdate,
   leaseStateQuery,
+  nodeReplacedSignal,
   offerUpdate,
   podRunningSignal,
   releaseSignal,
   retrySignal,
 } from './lease-messages';
+import { noteIgnored } from './notes';
 import { validated } from './validated';
 
 const { produceAddresses, returnAddresses } = proxyActivities<ControlActivities>({
@@ -88,11 +92,21 @@ const COMMANDS_AT_JOB = 'commands-at-job';
  */
 const STALL_TIMER_KEPT = 'stall-timer-kept';
 
+/**
+ * Marks histories in which a confirmAnswer that comes while the lease is releasing hands its
+ * sandbox to the release (older ones refused it, and the interface the agent made was left).
+ */
+const ANSWER_INTO_RELEASE = 'answer-into-release';
+
 /** The release reason of a lease whose workflow was cancelled (UI, `temporal workflow cancel`). */
 export const CANCELLED_REASON = 'cancelled: a cancellation of the lease workflow was requested';
 
-export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
-  const lease = new Lease(start);
+/**
+ * `recovered`: what a closed run of this lease held, when the control worker starts it again
+ * because its pod still runs (issue 25 item 6): its sandboxes, and whether the pod was Running.
+ */
+export async function leaseWorkflow(start: LeaseStart, recovered?: RecoveredLease): Promise<LeaseState> {
+  const lease = new Lease(start, recovered);
   lease.registerHandlers();
   try {
     if (await lease.produce()) await lease.activateUntilReleased();
@@ -111,6 +125,13 @@ export async function leaseWorkflow(start: LeaseStart): Promise<LeaseState> {
 class Lease {
   readonly state: LeaseState;
   private readonly leaseId: string;
+  /** The key of the current reservation (`run` of its allocate and return): a new one per reterm. */
+  private reservation: string;
+  private reterms = 0;
+  /** Withdrawals of a guess, one after another (workflows/lease: reterm). */
+  private reterming: Promise<void> = Promise.resolve();
+  /** A revocation the node workflow asked for (nodeReplaced); the release waits for it. */
+  private revoking: Promise<void> | undefined;
   private policy: ActivationPolicy | undefined;
   private produceFailure: ApplicationFailure | undefined;
   private releaseRequest: ReleaseRequest | undefined;
@@ -119,9 +140,20 @@ class Lease {
   private offered = false;
   private releaseRun: Promise<void> | undefined;
 
-  constructor(private readonly start: LeaseStart) {
+  constructor(start: LeaseStart, recovered?: RecoveredLease) {
     this.leaseId = leaseWorkflowId(start.podUid, start.ifName);
+    this.reservation = workflowInfo().runId;
     this.state = { phase: 'Producing', start, addresses: [], attachments: [] };
+    if (recovered) {
+      this.state.attachments = recovered.attachments.map((a) => ({ ...a, status: 'active' as const }));
+      this.state.told = true;
+      this.podRunning = recovered.podRunning;
+    }
+  }
+
+  /** The lease's terms and pod; a guess that gave way changed them (reterm). */
+  private get start(): LeaseStart {
+    return this.state.start;
   }
 
   registerHandlers(): void {
@@ -155,6 +187,10 @@ class Lease {
     setHandler(retrySignal, () => this.retryParked(), {
       description: 'Run a parked (ActivationFailed) activation again with a fresh budget. No input.',
     });
+    setHandler(nodeReplacedSignal, (event: unknown) => this.nodeReplaced(event), {
+      description:
+        'Sent by the node workflow when a new incarnation of the node adopted the lease (not for operators).',
+    });
     setHandler(leaseStateQuery, () => this.state, { description: 'The whole lease state.' });
     // A cancellation request (UI, `temporal workflow cancel`) is a release: every wait sees it.
     CancellationScope.current().cancelRequested.catch(() => this.cancelled());
@@ -176,8 +212,19 @@ class Lease {
     }
     const problems = request === undefined ? 'no input' : describeIssues(parsed.error);
     const text = `ignored a release signal (${problems}): send \`{"reason":"<why>"}\` to release the lease`;
-    log.warn(text, { leaseId: this.leaseId });
-    setCurrentDetails(`${getCurrentDetails().split(NOTE)[0] ?? ''}${NOTE}${text}`);
+    noteIgnored(text, { leaseId: this.leaseId });
+  }
+
+  /**
+   * nodeReplaced: the node's new incarnation adopted this lease (its pod lives on). An offer the
+   * old incarnation's agent holds is revoked: the pod's next ADD is served by the lease.
+   */
+  private nodeReplaced(event: unknown): void {
+    const uid = (event as { uid?: unknown } | undefined)?.uid;
+    if (typeof uid !== 'string' || !uid) return noteIgnored('ignored a nodeReplaced signal (no uid)');
+    log.info('adopted by a new node incarnation', { uid, offered: this.offered });
+    if (!this.offered || this.releasing()) return;
+    this.revoking = this.revokeOffer();
   }
 
   /** The workflow was cancelled: released like any release, the reason says so. */
@@ -199,7 +246,7 @@ class Lease {
           [
             {
               leaseId: this.leaseId,
-              run: workflowInfo().runId,
+              run: this.reservation,
               podUid: this.start.podUid,
               nodeName: this.start.nodeName,
               pool: this.start.pool,
@@ -233,7 +280,15 @@ class Lease {
   /** confirmAnswer: the agent answered an ADD from its offer; its sandbox is an active attachment. */
   private async confirmAnswer(answer: OfferAnswer): Promise<LeaseGrant> {
     this.offered = false; // spent
-    await this.produced();
+    try {
+      await this.produced();
+    } catch (err) {
+      // Released meanwhile: the interface the agent made is the release's to remove.
+      if (this.releasing() && patched(ANSWER_INTO_RELEASE) && !this.attachmentOf(answer))
+        this.state.attachments.push(attachmentFor(answer, 'active'));
+      throw err;
+    }
+    this.state.told = true;
     const attachment = this.claim(answer);
     // The agent made the interface (ptp) or there is none to make (ipam): nothing left to run.
     if (attachment.status === 'pending' && (answer.links || this.start.mode === 'ipam')) {
@@ -243,15 +298,21 @@ class Lease {
     return this.grantFor(attachment);
   }
 
-  /** An ADD of another network, mode, pool or node: refused before it is admitted (no event). */
+  /**
+   * An ADD of another network, mode, pool or node than the lease's: refused before it is admitted
+   * (no event) once a runtime was told the lease's addresses; until then the lease's terms were a
+   * guess (pre-produced), which gives way (reterm).
+   */
   private refuseOtherTerms(request: ConsumeRequest): void {
     const mismatch = termsMismatch(this.start, request.terms);
-    if (mismatch) throw failure(mismatch, FailureType.termsMismatch);
+    if (mismatch && this.state.told) throw failure(mismatch, FailureType.termsMismatch);
   }
 
   /** consume: a CNI ADD claims the lease for one sandbox and waits for its activation. */
   private async consume(request: ConsumeRequest): Promise<LeaseGrant> {
+    if (termsMismatch(this.start, request.terms)) await this.reterm(request.terms);
     await this.produced();
+    this.state.told = true;
     const attachment = this.claim(request);
     await this.until(
       () => attachment.status === 'active' || attachment.status === 'parked' || this.releasing(),
@@ -263,6 +324,38 @@ class Lease {
       );
     }
     return this.grantFor(attachment);
+  }
+
+  /** The guess gives way to the ADD's terms, once per difference (concurrent ADDs queue). */
+  private reterm(terms: LeaseTerms): Promise<void> {
+    this.reterming = this.reterming.catch(() => undefined).then(() => this.withdrawGuess(terms));
+    return this.reterming;
+  }
+
+  /**
+   * reterm: the lease was produced on a guess nobody was told (the agent's pre-produce settings);
+   * an ADD of other terms withdraws it: the offer is revoked, the guessed addresses go back, and
+   * the lease is produced again on the ADD's terms. An offer answered meanwhile means a runtime
+   * was told: then the ADD is refused as before.
+   */
+  private async withdrawGuess(terms: LeaseTerms): Promise<void> {
+    await this.until(() => this.state.addresses.length > 0 || this.isOver());
+    if (this.isOver() || !termsMismatch(this.start, terms)) return;
+    const was = termsText(this.start);
+    if (this.offered) await this.revokeOffer();
+    const mismatch = termsMismatch(this.start, terms);
+    if (this.state.told && mismatch) throw failure(mismatch, FailureType.termsMismatch);
+    this.enter(
+      'Producing',
+      `withdrawing the guess (${was}): an ADD asks for ${termsText({ ...this.start, ...terms })}`,
+    );
+    await this.giveBackAddresses();
+    this.state.addresses = [];
+    this.state.start = { ...this.start, ...terms };
+    upsertSearchAttributes([{ key: NodeName, value: this.start.nodeName }]);
+    this.reservation = `${workflowInfo().runId}~${++this.reterms}`;
+    log.info('pre-produced guess withdrawn', { was, now: termsText(this.start) });
+    await this.produce();
   }
 
   /** Until the addresses are reserved; a lease that failed to produce or is released refuses. */
@@ -426,11 +519,27 @@ class Lease {
     const request = this.releaseRequest ?? { reason: 'released', nodeGone: false };
     this.state.releaseReason = request.reason;
     this.enter('Releasing', `${request.reason}; deactivating and returning addresses`);
+    if (this.revoking) await this.revoking; // no await otherwise: the commands keep their order
     if (this.offered && !request.nodeGone) await this.revokeOffer();
-    if (!request.nodeGone) {
-      for (const attachment of this.state.attachments) await this.deactivate(attachment);
-    }
+    await this.deactivateAll(request.nodeGone);
+    await this.giveBackAddresses();
+    // A sandbox handed over after the addresses went back (an answer confirmed late) goes too.
+    await this.deactivateAll(request.nodeGone);
+    this.enter('Released', `${request.reason}; addresses returned`);
+    log.info('lease released', {
+      reason: request.reason,
+      addresses: this.state.addresses.map((a) => a.address),
+    });
+  }
+
+  /** Every attachment, including one taken in while this runs (skipped when the node is gone). */
+  private async deactivateAll(nodeGone: boolean | undefined): Promise<void> {
+    if (!nodeGone) for (const attachment of this.state.attachments) await this.deactivate(attachment);
     this.state.attachments = [];
+  }
+
+  /** return: the reservation goes back to its node (cooling down before it is handed out again). */
+  private async giveBackAddresses(): Promise<void> {
     await returnAddresses.executeWithOptions(
       {
         summary: summary(
@@ -440,17 +549,12 @@ class Lease {
       [
         {
           leaseId: this.leaseId,
-          run: workflowInfo().runId,
+          run: this.reservation,
           nodeName: this.start.nodeName,
           pool: this.start.pool,
         },
       ],
     );
-    this.enter('Released', `${request.reason}; addresses returned`);
-    log.info('lease released', {
-      reason: request.reason,
-      addresses: this.state.addresses.map((a) => a.address),
-    });
   }
 
   /** The agent's offer ends before the addresses go back; an ADD it answered becomes an attachment. */
@@ -533,9 +637,6 @@ function attachmentFor(
   const { containerId, netns, ifName, routes, links } = sandbox;
   return { containerId, netns, ifName, status, ...(routes ? { routes } : {}), ...(links ? { links } : {}) };
 }
-
-/** Where the current details' note of an ignored signal starts (one note: the latest). */
-const NOTE = '\n\n**Note:** ';
 
 function failure(message: string, type: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, type);

@@ -3,6 +3,8 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AddressGrant, Allocation, AllocationTable } from '../domain/allocation';
 import type { PoolSpec } from '../domain/config';
+import type { RebuildRequest } from '../domain/node-requests';
+import type { RebuildReport } from '../domain/table-rebuild';
 import type { RememberedResults } from './remembered-results';
 
 export interface NodeState {
@@ -20,12 +22,18 @@ export interface NodeState {
   /** Lease runs (`owner@run`) whose addresses were returned: a late allocate is refused. Bounded. */
   releasedRuns?: string[];
   results: RememberedResults;
+  /** The run whose table a rebuild verified against the leases and pools (workflows/node/rebuild). */
+  trustedRun?: string;
+  /** Whether the run that continued into this one had a verified table (absent: before rebuilds existed). */
+  trustCarried?: boolean;
 }
 
 export interface NodeInput {
   nodeName: string;
   historyLimit: number;
   state?: NodeState;
+  /** Why the control worker started this run after an earlier one closed (it rebuilds its table). */
+  restartedAfter?: string;
 }
 
 export interface AllocateRequest {
@@ -57,6 +65,8 @@ export interface OperationFailure {
   message: string;
   type: string;
   nonRetryable: boolean;
+  /** NodeUnverified: the run whose table needs a rebuild before its answers are used. */
+  run?: string;
 }
 
 /** Each operation's answer: its grants, or why it failed (a retryable one may be sent again). */
@@ -83,4 +93,10 @@ export const loadAllocationUpdate = defineUpdate<void, [{ pool: PoolSpec; alloca
 export const nodeObservedSignal = defineSignal<[IncarnationEvent]>('nodeObserved');
 /** The node incarnation with this UID is gone (verified by a quorum read). */
 export const nodeDeletedSignal = defineSignal<[IncarnationEvent]>('nodeDeleted');
+/**
+ * Verifies the table against the open leases of the node and the pools' blocks, once per run. The
+ * control worker sends it when the node answered from a table it cannot vouch for (a reset run:
+ * a reset replays an earlier point and reapplies later updates, which may answer differently).
+ */
+export const rebuildUpdate = defineUpdate<RebuildReport | null, [RebuildRequest]>('rebuild');
 export const nodeStateQuery = defineQuery<NodeState>('state');

@@ -4,6 +4,9 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { BlockTable } from '../domain/blocks';
 import type { Family } from '../domain/cidr';
 import type { PoolSpec } from '../domain/config';
+import type { RebuildRequest } from '../domain/node-requests';
+import type { MoveBlocksRequest, PoolConfiguration } from '../domain/pool-requests';
+import type { PoolRebuildReport } from '../domain/table-rebuild';
 import type { OperationFailure } from './node-messages';
 import type { RememberedResults } from './remembered-results';
 
@@ -11,19 +14,29 @@ export interface PoolState {
   spec: PoolSpec;
   blocks: BlockTable;
   results: RememberedResults;
+  /** The run whose block table a rebuild verified against the nodes and leases. */
+  trustedRun?: string;
+  /** Whether the run that continued into this one had a verified table (absent: before rebuilds). */
+  trustCarried?: boolean;
+  /** Every pool the control worker serves, as it last configured this one (the agents read it). */
+  configuredPools?: string[];
 }
 
 export interface PoolInput {
   spec: PoolSpec;
   historyLimit: number;
   state?: PoolState;
+  /** Every pool the control worker serves (kept as the run's memo: the node agents read it). */
+  configuredPools?: string[];
+  /** Why the control worker started this run after an earlier one closed (it rebuilds its blocks). */
+  restartedAfter?: string;
 }
 
 export interface AcquireBlockRequest {
   node: string;
   incarnation: string;
   family: Family;
-  /** The latest spec from the control worker's config. */
+  /** The spec of the configuration that asked (the pool's own spec decides: `configure`). */
   spec: PoolSpec;
 }
 
@@ -45,9 +58,20 @@ export interface ReturnBlocksRequest {
 }
 
 export const POOL_WORKFLOW_TYPE = 'poolWorkflow';
+/** The memo key of the pools the control worker serves (the agents tell "starting" from "unknown"). */
+export const CONFIGURED_POOLS_MEMO = 'configuredPools';
 
 export const acquireBlockUpdate = defineUpdate<string, [AcquireBlockRequest]>('acquireBlock');
 /** Several nodes' hand-outs in one update (the control worker's batches: activities/blocks). */
 export const acquireBlocksUpdate = defineUpdate<BlockOutcome[], [BlockRequest[]]>('acquireBlocks');
 export const returnBlocksUpdate = defineUpdate<string[], [ReturnBlocksRequest]>('returnBlocks');
+/** A node's new incarnation adopted blocks of the old one (its pods' addresses live on). */
+export const moveBlocksUpdate = defineUpdate<string[], [MoveBlocksRequest]>('moveBlocks');
+/**
+ * The control worker's configuration at its start: refused, changing nothing, when it would move
+ * addresses out from under handed-out blocks (domain/pool-change).
+ */
+export const configureUpdate = defineUpdate<PoolSpec, [PoolConfiguration]>('configure');
+/** Verifies the block table against the nodes' tables and the leases (a reset run; a fresh one does it itself). */
+export const rebuildPoolUpdate = defineUpdate<PoolRebuildReport | null, [RebuildRequest]>('rebuild');
 export const poolStateQuery = defineQuery<PoolState>('state');

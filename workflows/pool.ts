@@ -1,16 +1,45 @@
 // pool/<poolName>: hands blocks of the pool's CIDRs to node incarnations and takes them back.
 // Touched only when a node needs a block, so ADDs on different nodes never contend here; when
 // many nodes need one at once (a cluster coming up), the control worker sends their requests as
-// one batch update (`acquireBlocks`), each answered on its own.
-import { ApplicationFailure, continueAsNew, setCurrentDetails, setHandler } from '@temporalio/workflow';
+// one batch update (`acquireBlocks`), each answered on its own. The pool owns its spec: it changes
+// only through `configure`, which refuses what would move a handed-out block (domain/pool-change).
+// A run that starts without its blocks rebuilds them from the nodes and leases first, and a reset
+// run's answers say "unverified" until the control worker has it rebuild (as node/rebuild does).
+import {
+  ApplicationFailure,
+  CancellationScope,
+  continueAsNew,
+  log,
+  patched,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ControlActivities } from '../activities/control';
 import { blocksOf, freeBlock } from '../domain/blocks';
 import { FailureType } from '../domain/lease';
-import { ResultMemory } from './remembered-results';
+import { RebuildRequestSchema } from '../domain/node-requests';
+import { refusedPoolChange } from '../domain/pool-change';
+import {
+  BlockRequestsSchema,
+  MoveBlocksRequestSchema,
+  PoolConfigurationSchema,
+  ReturnBlocksRequestSchema,
+  AcquireBlockRequestSchema,
+} from '../domain/pool-requests';
+import { rebuildBlockTable, type PoolRebuildReport } from '../domain/table-rebuild';
 import { untilTimeToContinue } from './continue-as-new';
+import { noteIgnored } from './notes';
 import {
   acquireBlocksUpdate,
   acquireBlockUpdate,
+  CONFIGURED_POOLS_MEMO,
+  configureUpdate,
+  moveBlocksUpdate,
   poolStateQuery,
+  rebuildPoolUpdate,
   returnBlocksUpdate,
   type AcquireBlockRequest,
   type BlockOutcome,
@@ -18,68 +47,192 @@ import {
   type PoolInput,
   type PoolState,
 } from './pool-messages';
+import { ResultMemory } from './remembered-results';
+import { validated } from './validated';
 
-const isBlockRequest = (r: BlockRequest): boolean =>
-  typeof r?.id === 'string' &&
-  typeof r.node === 'string' &&
-  typeof r.incarnation === 'string' &&
-  (r.family === 4 || r.family === 6) &&
-  typeof r.spec?.name === 'string';
+const { poolTableEvidence } = proxyActivities<ControlActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
 
-/** The batch's validator: anything but a list of hand-out requests is refused whole. */
-function validateBlockRequests(requests: BlockRequest[]): void {
-  if (!Array.isArray(requests) || !requests.every(isBlockRequest))
-    throw new Error('acquireBlocks needs a list of {id, node, incarnation, family: 4|6, spec}');
-}
+/** Marks runs that rebuild blocks they did not carry (older runs started empty). */
+const FRESH_RUN_REBUILD = 'pool-table-rebuild';
+
+const CANCELLATION_IGNORED =
+  'a cancellation request is ignored: the pool workflow holds the only record of its blocks. ' +
+  'Terminate it to have it rebuilt from the nodes (README: "A lease that does not move")';
 
 export async function poolWorkflow(input: PoolInput): Promise<never> {
-  const state: PoolState = input.state ?? { spec: input.spec, blocks: {}, results: [] };
-  const memory = new ResultMemory(state.results);
-  const details = () => setCurrentDetails(`${Object.keys(state.blocks).length} blocks handed out`);
+  const pool = new Pool(input);
+  // Begun before the handlers are set: a hand-out that came with the start must find it running.
+  const rebuilt = CancellationScope.nonCancellable(() => pool.beginIfFresh());
+  pool.registerHandlers();
+  CancellationScope.current().cancelRequested.catch(() => noteIgnored(CANCELLATION_IGNORED));
+  return CancellationScope.nonCancellable(async () => {
+    pool.details();
+    await rebuilt;
+    await untilTimeToContinue(input.historyLimit, () => false);
+    // The memo (the pools the control worker serves) goes with the run, as the agents read it.
+    return continueAsNew<typeof poolWorkflow>({
+      ...input,
+      restartedAfter: undefined,
+      configuredPools: pool.carried().configuredPools ?? input.configuredPools,
+      state: pool.carried(),
+    });
+  });
+}
 
-  const handOut = (request: AcquireBlockRequest): string => {
-    state.spec = request.spec;
-    const block = freeBlock(state.blocks, state.spec, request.family);
+class Pool {
+  private readonly state: PoolState;
+  private readonly memory: ResultMemory;
+  private rebuilding: Promise<PoolRebuildReport | null> | undefined;
+
+  constructor(private readonly input: PoolInput) {
+    this.state = input.state ?? { spec: input.spec, blocks: {}, results: [] };
+    this.memory = new ResultMemory(this.state.results);
+  }
+
+  registerHandlers(): void {
+    setHandler(acquireBlockUpdate, (request) => this.memory.once(() => this.handOut(request)), {
+      validator: validated(AcquireBlockRequestSchema, 'acquireBlock'),
+    });
+    setHandler(acquireBlocksUpdate, (requests) => Promise.all(requests.map((r) => this.handOutOf(r))), {
+      validator: validated(BlockRequestsSchema, 'acquireBlocks'),
+    });
+    setHandler(returnBlocksUpdate, (request) => this.memory.once(() => this.takeBack(request)), {
+      validator: validated(ReturnBlocksRequestSchema, 'returnBlocks'),
+    });
+    setHandler(moveBlocksUpdate, (request) => this.memory.once(() => this.move(request)), {
+      validator: validated(MoveBlocksRequestSchema, 'moveBlocks'),
+    });
+    setHandler(configureUpdate, ({ spec, configuredPools }) => this.configure(spec, configuredPools), {
+      validator: (configuration) => {
+        validated(PoolConfigurationSchema, 'configure')(configuration);
+        const { spec } = configuration as { spec: PoolState['spec'] };
+        const refused = refusedPoolChange(this.state.spec, spec, Object.keys(this.state.blocks));
+        if (refused) throw new Error(refused);
+      },
+    });
+    setHandler(
+      rebuildPoolUpdate,
+      ({ forRun }) => CancellationScope.nonCancellable(() => this.rebuild(forRun, 'found unverified')),
+      { validator: validated(RebuildRequestSchema, 'rebuild') },
+    );
+    setHandler(poolStateQuery, () => this.carried());
+  }
+
+  carried(): PoolState {
+    return { ...this.state, results: this.memory.carry(), trustCarried: this.trusted() };
+  }
+
+  details(): void {
+    setCurrentDetails(`${Object.keys(this.state.blocks).length} blocks handed out`);
+  }
+
+  /** As node/rebuild: verified in this run, or carried by continue-as-new from a verified run. */
+  private trusted(): boolean {
+    const { runId, originalExecutionRunId } = workflowInfo();
+    if (this.state.trustedRun === runId) return true;
+    if (originalExecutionRunId && originalExecutionRunId !== runId) return false; // a reset run
+    return this.input.state !== undefined && this.state.trustCarried !== false;
+  }
+
+  private handOut(request: AcquireBlockRequest): string {
+    // Older histories took each request's spec; the pool's own decides now (`configure`).
+    if (!patched('pool-owns-spec')) this.state.spec = request.spec;
+    const block = freeBlock(this.state.blocks, this.state.spec, request.family);
     if (!block) {
       throw ApplicationFailure.nonRetryable(
-        `pool ${state.spec.name} has no free IPv${request.family} block left`,
+        `pool ${this.state.spec.name} has no free IPv${request.family} block left`,
         FailureType.exhausted,
       );
     }
-    state.blocks[block] = { node: request.node, incarnation: request.incarnation };
-    details();
+    this.state.blocks[block] = { node: request.node, incarnation: request.incarnation };
+    this.details();
     return block;
-  };
+  }
 
   /** One hand-out of a batch; a refusal is its answer, so the others get theirs. */
-  const handOutOf = async (request: BlockRequest): Promise<BlockOutcome> => {
+  private async handOutOf(request: BlockRequest): Promise<BlockOutcome> {
+    const failed = (message: string, type: string, nonRetryable: boolean, run?: string): BlockOutcome => ({
+      id: request.id,
+      failure: { message, type, nonRetryable, ...(run ? { run } : {}) },
+    });
+    if (this.rebuilding)
+      return failed('the pool is rebuilding its blocks', FailureType.tableRebuilding, false);
     try {
-      return { id: request.id, block: await memory.once(() => handOut(request), request.id) };
+      const block = await this.memory.once(() => this.handOut(request), request.id);
+      // Done either way (replay stays the same); only the answer says the table is not vouched for.
+      if (!this.trusted())
+        return failed(
+          'the pool table is not verified (reset)',
+          FailureType.tableUnverified,
+          false,
+          workflowInfo().runId,
+        );
+      return { id: request.id, block };
     } catch (err) {
       if (!(err instanceof ApplicationFailure)) throw err;
-      const failure = { message: err.message, type: err.type ?? FailureType.exhausted, nonRetryable: true };
-      return { id: request.id, failure };
+      return failed(err.message, err.type ?? FailureType.exhausted, true);
     }
-  };
+  }
 
-  setHandler(acquireBlockUpdate, (request) => memory.once(() => handOut(request)));
-  setHandler(acquireBlocksUpdate, (requests) => Promise.all(requests.map(handOutOf)), {
-    validator: validateBlockRequests,
-  });
+  private takeBack(request: { node: string; incarnation: string; blocks?: string[] }): string[] {
+    const held = blocksOf(this.state.blocks, request.node, request.incarnation);
+    const returned = request.blocks ? held.filter((b) => request.blocks?.includes(b)) : held;
+    for (const block of returned) delete this.state.blocks[block];
+    this.details();
+    return returned;
+  }
 
-  setHandler(returnBlocksUpdate, (request) =>
-    memory.once(() => {
-      const held = blocksOf(state.blocks, request.node, request.incarnation);
-      const returned = request.blocks ? held.filter((b) => request.blocks?.includes(b)) : held;
-      for (const block of returned) delete state.blocks[block];
-      details();
-      return returned;
-    }),
-  );
+  private move(request: { node: string; from: string; to: string; blocks: string[] }): string[] {
+    const moved = blocksOf(this.state.blocks, request.node, request.from).filter((b) =>
+      request.blocks.includes(b),
+    );
+    for (const block of moved) this.state.blocks[block] = { node: request.node, incarnation: request.to };
+    return moved;
+  }
 
-  setHandler(poolStateQuery, () => ({ ...state, results: memory.carry() }));
+  private configure(spec: PoolState['spec'], configuredPools: string[]): PoolState['spec'] {
+    this.state.spec = spec;
+    this.state.configuredPools = configuredPools;
+    upsertMemo({ [CONFIGURED_POOLS_MEMO]: configuredPools });
+    return spec;
+  }
 
-  details();
-  await untilTimeToContinue(input.historyLimit);
-  return continueAsNew<typeof poolWorkflow>({ ...input, state: { ...state, results: memory.carry() } });
+  beginIfFresh(): Promise<unknown> {
+    if (this.input.state || !patched(FRESH_RUN_REBUILD)) return Promise.resolve();
+    const why = this.input.restartedAfter
+      ? `restarted after ${this.input.restartedAfter}`
+      : 'a run without blocks';
+    return this.rebuild(workflowInfo().runId, why);
+  }
+
+  private rebuild(forRun: string, why: string): Promise<PoolRebuildReport | null> {
+    if (this.state.trustedRun === forRun) return Promise.resolve(null);
+    this.rebuilding ??= this.gatherAndApply(forRun, why).finally(() => {
+      this.rebuilding = undefined;
+    });
+    return this.rebuilding;
+  }
+
+  private async gatherAndApply(forRun: string, why: string): Promise<PoolRebuildReport> {
+    setCurrentDetails(`rebuilding its blocks from the nodes and leases (${why})`);
+    const evidence = await poolTableEvidence({ pool: this.state.spec.name });
+    const report = rebuildBlockTable(this.state.blocks, evidence);
+    // A hand-out remembered for another node of a block a node's table holds: asked again, it gets another.
+    const given = new Set(report.reassigned.map((r) => r.block));
+    this.memory.forgetWhere((_, result) => typeof result === 'string' && given.has(result));
+    this.state.trustedRun = forRun;
+    if (report.duplicates.length)
+      log.error('pool blocks rebuilt: blocks held twice', { duplicates: report.duplicates });
+    log.info('pool blocks rebuilt', {
+      why,
+      added: report.added.length,
+      reassigned: report.reassigned.length,
+    });
+    this.details();
+    return report;
+  }
 }

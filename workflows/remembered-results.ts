@@ -30,6 +30,16 @@ export class ResultMemory {
     return result;
   }
 
+  /** Forgets the answers whose id starts with `prefix`: the next call computes them again. */
+  forget(prefix: string): void {
+    for (const id of [...this.results.keys()]) if (id.startsWith(prefix)) this.results.delete(id);
+  }
+
+  /** Forgets the answers `matches` picks (a pool's hand-outs of a block a rebuild gave back). */
+  forgetWhere(matches: (id: string, result: unknown) => boolean): void {
+    for (const [id, result] of [...this.results]) if (matches(id, result)) this.results.delete(id);
+  }
+
   carry(): RememberedResults {
     return [...this.results];
   }

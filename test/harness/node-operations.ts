@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import type { AddressGrant } from '../../domain/allocation';
+import { FailureType } from '../../domain/lease';
 import { allocateUpdateId, nodeBatchUpdateId, nodeWorkflowId, releaseUpdateId } from '../../domain/ids';
 import {
   batchUpdate,
@@ -29,6 +30,17 @@ function answerOf(outcomes: OperationOutcome[]): AddressGrant[] {
   return outcome.grants;
 }
 
+/** Sends the batch again while the node says so (it rebuilds its table first), as the control worker does. */
+async function answered(send: () => Promise<OperationOutcome[]>): Promise<AddressGrant[]> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const outcomes = await send();
+    const failure = outcomes[0] && 'failure' in outcomes[0] ? outcomes[0].failure : undefined;
+    if (failure?.type !== FailureType.tableRebuilding || Date.now() > deadline) return answerOf(outcomes);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 export function nodeOperations({ client, taskQueue, nodeName, historyLimit }: NodeTarget) {
   const workflowId = nodeWorkflowId(nodeName);
   const options = (op: NodeOperation) => ({
@@ -38,8 +50,8 @@ export function nodeOperations({ client, taskQueue, nodeName, historyLimit }: No
   return {
     /** Starts the node workflow if it is not running, as the control worker does. */
     allocate: async (request: AllocateRequest): Promise<AddressGrant[]> =>
-      answerOf(
-        await client.workflow.executeUpdateWithStart(batchUpdate, {
+      answered(() =>
+        client.workflow.executeUpdateWithStart(batchUpdate, {
           ...options({ kind: 'allocate', id: allocateUpdateId(request.owner, request.run ?? ''), request }),
           startWorkflowOperation: new WithStartWorkflowOperation(NODE_WORKFLOW_TYPE, {
             workflowId,
@@ -50,8 +62,8 @@ export function nodeOperations({ client, taskQueue, nodeName, historyLimit }: No
         }),
       ),
     release: async (request: ReleaseAddressRequest): Promise<AddressGrant[]> =>
-      answerOf(
-        await client.workflow
+      answered(() =>
+        client.workflow
           .getHandle(workflowId)
           .executeUpdate(
             batchUpdate,

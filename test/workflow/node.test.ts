@@ -5,7 +5,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { addressActivities } from '../../activities/addresses';
-import type { AcquireBlockInput, ReturnBlocksInput } from '../../activities/blocks';
+import type { AcquireBlockInput, MoveBlocksInput, ReturnBlocksInput } from '../../activities/blocks';
+import type { PodsToJudge, PodVerdict } from '../../activities/table-evidence';
 import { NetleaseConfigSchema, PoolSpecSchema } from '../../domain/config';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { FailureType, type LeaseStart } from '../../domain/lease';
@@ -23,6 +24,11 @@ const pool = PoolSpecSchema.parse({ name: 'p', cidrs: ['198.18.0.0/24'], blockSi
 const acquired: AcquireBlockInput[] = [];
 const handedTo = (node: string) => acquired.filter((a) => a.node === node).length;
 const returnedBlocks: ReturnBlocksInput[] = [];
+const movedBlocks: MoveBlocksInput[] = [];
+/** The Node's uid a quorum read finds, per node name (none: no Node of that name). */
+const liveNodeUid = new Map<string, string>();
+/** Pod UIDs the stand-in cluster has (compensation asks which leases' pods are gone). */
+const livePods = new Set<string>();
 
 let t: WorkflowTestEnv;
 beforeAll(async () => {
@@ -39,6 +45,20 @@ beforeAll(async () => {
       returnedBlocks.push(input);
       return input.blocks ?? [];
     },
+    moveBlocks: async (input: MoveBlocksInput) => {
+      movedBlocks.push(input);
+      return input.blocks;
+    },
+    readNodeIncarnation: async ({ nodeName }: { nodeName: string }) => ({
+      cluster: true,
+      uid: liveNodeUid.get(nodeName),
+    }),
+    judgePods: async ({ pods }: PodsToJudge): Promise<PodVerdict> => ({
+      alive: pods.filter((p) => livePods.has(p.podUid)).map((p) => p.owner),
+      gone: pods.filter((p) => !livePods.has(p.podUid)).map((p) => ({ owner: p.owner, reason: 'no pod' })),
+    }),
+    // A new node's rebuild finds nothing: no lease and no pool record of this node.
+    nodeTableEvidence: async () => ({ pools: [], blocks: [], leases: [], closed: [], cooldownMs: 0 }),
     // The stand-in lease below never gets its addresses and never lets go (until cancelled).
     produceAddresses: () => Context.current().cancelled as Promise<never>,
     returnAddresses: () => Context.current().cancelled as Promise<never>,
@@ -111,6 +131,7 @@ test('compensation waiting for a lease continues across continue-as-new and then
     args: [leaseStart],
   });
   await node.allocate(owner, pool, 'uid-A');
+  liveNodeUid.set(nodeName, 'uid-B'); // replaced under the same name; the pod is gone
   await node.handle.signal(nodeObservedSignal, { uid: 'uid-B' }); // A is retired: compensate
   await waitForValue(
     () => lease.query(leaseStateQuery),

@@ -7,7 +7,7 @@ import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { connectKube } from '../../kubernetes/kube';
 import type { NetleaseConfig } from '../../domain/config';
 import { connectClient, connectWorkerConnection } from '../../temporal/connection';
-import { ensurePoolWorkflows } from '../../temporal/pools';
+import { configurePoolWorkflows, openPoolWorkflows } from '../../temporal/pools';
 import { silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
 import { startMetricsSampler, type MetricsSampler } from './metrics-sampler';
@@ -35,7 +35,7 @@ export async function createControlWorker(
   const kube = config.kubernetes ? await connectKube(config.kubernetes.kubeconfig) : undefined;
   const reader = kube ? new ClusterReader(kube.core) : undefined;
   // Before any ADD: the node agents refuse a pool with no open pool workflow (temporal/pools).
-  await ensurePoolWorkflows(client, config);
+  await openPoolWorkflows(client, config);
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
@@ -58,6 +58,12 @@ export async function createControlWorker(
     reader,
     async run() {
       const running = worker.run();
+      // The pools' own check of the config (a change under handed-out blocks stops the worker).
+      await configurePoolWorkflows(client, config).catch(async (err: unknown) => {
+        worker.shutdown();
+        await running;
+        throw err;
+      });
       if (kube && reader && config.kubernetes) {
         await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
         const site = { kube, reader, client, taskQueue, settings: config.kubernetes, log };

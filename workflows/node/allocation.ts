@@ -2,7 +2,7 @@
 // that delivers it (no await between finding a free address and taking it); only one that needs
 // a new block waits, and the node acquires its next block ahead of need, so a burst does not keep
 // updates in flight.
-import { ApplicationFailure, log, patched } from '@temporalio/workflow';
+import { ApplicationFailure, log, patched, workflowInfo } from '@temporalio/workflow';
 import {
   AllocationConflict,
   allocate,
@@ -16,7 +16,8 @@ import {
   type AllocationOutcome,
   type AllocationTable,
 } from '../../domain/allocation';
-import type { Family } from '../../domain/cidr';
+import { overlappingBlock } from '../../domain/blocks';
+import { parsePrefix, type Family } from '../../domain/cidr';
 import type { PoolSpec } from '../../domain/config';
 import { acquireBlockUpdateId } from '../../domain/ids';
 import { FailureType } from '../../domain/lease';
@@ -33,6 +34,13 @@ const runKey = (owner: string, run: string) => `${owner}@${run}`;
 
 /** Marks histories in which the node acquires blocks ahead of need (older ones never did). */
 const ACQUIRE_AHEAD = 'acquire-blocks-ahead';
+
+/**
+ * Marks histories whose block requests carry the run: a run that lost its table (terminated, then
+ * started again) must not be handed a block back on the pool's remembered answer to a request of
+ * the same sequence number from an earlier run.
+ */
+const RUN_SCOPED_BLOCK_REQUESTS = 'run-scoped-block-requests';
 
 /** A block being acquired: one at a time, as when every allocation waited its turn. */
 interface Acquisition {
@@ -102,9 +110,10 @@ export class Allocator {
     }
     if (request.incarnation) this.incarnations.observe(request.incarnation);
     if (request.incarnation && request.incarnation !== state.incarnation) {
+      // Read before the Node was replaced: the runtime's next ADD reads the new one.
       throw ApplicationFailure.nonRetryable(
-        `node ${this.run.nodeName} incarnation ${request.incarnation} is gone`,
-        FailureType.invalidConfig,
+        `node ${this.run.nodeName} incarnation ${request.incarnation} is gone (replaced by ${state.incarnation || 'none yet'})`,
+        FailureType.incarnationGone,
       );
     }
     state.pools[request.pool.name] = request.pool;
@@ -165,17 +174,19 @@ export class Allocator {
   /** One more block of a family from the pool workflow. */
   private async acquireBlock(pool: PoolSpec, family: Family, incarnation: string): Promise<void> {
     const seq = ++this.run.state.blockRequests;
+    const run = patched(RUN_SCOPED_BLOCK_REQUESTS) ? workflowInfo().runId : undefined;
     const cidr = await acquireBlock({
       pool,
       node: this.run.nodeName,
       incarnation,
       family,
-      updateId: acquireBlockUpdateId(this.run.nodeName, incarnation, family, seq),
+      updateId: acquireBlockUpdateId(this.run.nodeName, incarnation, family, seq, run),
     }).catch((err: unknown) => {
       throw toApplicationFailure(err, FailureType.exhausted);
     });
     const table = this.run.tableOf(pool.name);
-    if (table.blocks.some((b) => b.cidr === cidr)) {
+    const held = table.blocks.map((b) => b.cidr);
+    if (overlappingBlock(held, parsePrefix(cidr)) !== undefined) {
       throw ApplicationFailure.nonRetryable(
         `pool ${pool.name} handed block ${cidr} twice`,
         FailureType.conflict,

@@ -1,0 +1,151 @@
+// What the node and pool workflows decide on, read where it lives: the Node's UID and the pods
+// bound to the node (quorum reads: release follows the pod), and, for a table rebuild, every open
+// lease of the node as it holds itself (by id and query, not visibility alone), the blocks the
+// pools record, and for a pool the blocks the nodes' tables and the leases' addresses hold.
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { madeByHand } from '../domain/ids';
+import { isTerminal } from '../domain/k8s';
+import {
+  blockOfAddress,
+  type BlockEvidence,
+  type HeldBlockEvidence,
+  type LeaseEvidence,
+  type NodeEvidence,
+} from '../domain/table-rebuild';
+import { contains, parseAddress, parsePrefix } from '../domain/cidr';
+import { knownNodes, leaseExecutions, leasesOfNode } from '../temporal/visibility';
+import { nodeStateQuery } from '../workflows/node-messages';
+import { unlessGone } from '../temporal/workflow-gone';
+import { leaseStateQuery } from '../workflows/lease-messages';
+import { poolStateQuery } from '../workflows/pool-messages';
+import { nodeWorkflowId, poolWorkflowId } from '../domain/ids';
+import type { ControlDeps } from './deps';
+
+export interface PodsToJudge {
+  nodeName: string;
+  pods: Array<{ owner: string; podUid: string }>;
+}
+
+export interface PodVerdict {
+  /** Owners whose pod still exists (or that have no pod to ask about: made by hand). */
+  alive: string[];
+  gone: Array<{ owner: string; reason: string }>;
+}
+
+export interface NodeEvidenceRequest {
+  nodeName: string;
+  /** Owners the table has now (read by id: visibility may not list a lease yet). */
+  owners: string[];
+  /** Pools the table knows; the configured ones are read as well. */
+  pools: string[];
+}
+
+const beat = () => Context.current().heartbeat();
+
+/** A lease as it holds itself now: its state if open, undefined when its workflow is closed or absent. */
+async function leaseNow(client: Client, leaseId: string): Promise<LeaseEvidence | undefined> {
+  const handle = client.workflow.getHandle(leaseId);
+  const open = await unlessGone(async () => (await handle.describe()).status.name === 'RUNNING', false);
+  if (!open) return undefined;
+  const state = await unlessGone(() => handle.query(leaseStateQuery), undefined);
+  if (!state) return undefined;
+  return {
+    owner: leaseId,
+    podUid: state.start.podUid,
+    pool: state.start.pool,
+    // Released: its addresses went back already. A releasing lease holds them until its return.
+    addresses: state.phase === 'Released' ? [] : state.addresses.map((a) => a.address),
+  };
+}
+
+export function tableEvidenceActivities({ client, config, reader }: ControlDeps) {
+  return {
+    /** The Node's UID by a quorum read (undefined: no Node of that name); `cluster: false` without one. */
+    async readNodeIncarnation({
+      nodeName,
+    }: {
+      nodeName: string;
+    }): Promise<{ cluster: boolean; uid?: string }> {
+      if (!reader) return { cluster: false };
+      const uid = await reader.nodeUid(nodeName);
+      return uid === undefined ? { cluster: true } : { cluster: true, uid };
+    },
+
+    /** Which leases' pods are gone (absent from a quorum list of the node's pods, or terminal). */
+    async judgePods({ nodeName, pods }: PodsToJudge): Promise<PodVerdict> {
+      if (!reader) return { alive: pods.map((p) => p.owner), gone: [] };
+      const bound = new Map((await reader.listPodsOnNode(nodeName)).map((p) => [p.uid, p]));
+      const verdict: PodVerdict = { alive: [], gone: [] };
+      for (const { owner, podUid } of pods) {
+        const pod = bound.get(podUid);
+        if (madeByHand(podUid))
+          verdict.alive.push(owner); // no pod to ask: kept until released by hand
+        else if (!pod) verdict.gone.push({ owner, reason: `pod uid ${podUid} no longer exists` });
+        else if (isTerminal(pod.phase))
+          verdict.gone.push({ owner, reason: `pod ${pod.namespace}/${pod.name} is ${pod.phase}` });
+        else verdict.alive.push(owner);
+      }
+      return verdict;
+    },
+
+    /** The evidence a node table is rebuilt from (domain/table-rebuild). */
+    async nodeTableEvidence({ nodeName, owners, pools }: NodeEvidenceRequest): Promise<NodeEvidence> {
+      const { taskQueue } = config.temporal;
+      const listed = (await leasesOfNode(client, taskQueue, nodeName)).map((l) => l.workflowId);
+      const leases: LeaseEvidence[] = [];
+      const closed: string[] = [];
+      for (const leaseId of new Set([...listed, ...owners])) {
+        const lease = await leaseNow(client, leaseId);
+        if (lease) leases.push(lease);
+        else if (owners.includes(leaseId)) closed.push(leaseId);
+        beat();
+      }
+      const names = new Set([...pools, ...config.pools.map((p) => p.name)]);
+      const blocks: BlockEvidence[] = [];
+      for (const pool of names) {
+        const state = await unlessGone(
+          () => client.workflow.getHandle(poolWorkflowId(pool)).query(poolStateQuery),
+          undefined,
+        );
+        for (const [cidr, owner] of Object.entries(state?.blocks ?? {}))
+          if (owner.node === nodeName) blocks.push({ pool, cidr, incarnation: owner.incarnation });
+        beat();
+      }
+      const specs = config.pools.filter((p) => names.has(p.name));
+      return { pools: specs, blocks, leases, closed, cooldownMs: config.reuseCooldownSeconds * 1000 };
+    },
+
+    /**
+     * The evidence a pool's block table is rebuilt from: each open node workflow's blocks of the
+     * pool, and the block of each open lease's address in it (a node whose table is lost as well).
+     */
+    async poolTableEvidence({ pool }: { pool: string }): Promise<HeldBlockEvidence[]> {
+      const { taskQueue } = config.temporal;
+      const held: HeldBlockEvidence[] = [];
+      for (const node of await knownNodes(client, taskQueue)) {
+        const state = await unlessGone(
+          () => client.workflow.getHandle(nodeWorkflowId(node.name)).query(nodeStateQuery),
+          undefined,
+        );
+        for (const block of state?.tables[pool]?.blocks ?? [])
+          held.push({ cidr: block.cidr, node: node.name, incarnation: block.incarnation });
+        beat();
+      }
+      const spec = config.pools.find((p) => p.name === pool);
+      if (!spec) return held;
+      const prefixes = spec.cidrs.map((c) => parsePrefix(c));
+      const known = new Set(held.map((h) => h.cidr));
+      for (const lease of await leaseExecutions(client, taskQueue, { open: true })) {
+        for (const address of lease.addresses) {
+          const { family, value } = parseAddress(address);
+          if (!prefixes.some((p) => contains(p, family, value))) continue;
+          const cidr = blockOfAddress(spec, address);
+          if (!known.has(cidr)) held.push({ cidr, node: lease.nodeName, incarnation: '' });
+          known.add(cidr);
+        }
+      }
+      return held;
+    },
+  };
+}
