@@ -1,6 +1,7 @@
 // What a lease workflow's history and pending activities say, for asserting retries and
 // "produced exactly once" from Temporal's own record.
 import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 
 /** How many times an activity of this type was scheduled (retries of one schedule count once). */
 export async function scheduledCount(
@@ -67,4 +68,32 @@ export async function finishedAttempt(
     }
   }
   return attempt;
+}
+
+/** The first argument of each update of this name the run accepted, decoded. */
+export async function acceptedArguments(
+  client: Client,
+  workflowId: string,
+  update: string,
+  runId?: string,
+): Promise<unknown[]> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  return (history.events ?? [])
+    .map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input)
+    .filter((input) => input?.name === update)
+    .map((input) => {
+      const [first] = input?.args?.payloads ?? [];
+      return first ? defaultPayloadConverter.fromPayload(first as Payload) : undefined;
+    });
+}
+
+/** The ids of the patches (`patched()`) the run marked in its history. */
+export async function patchesOf(client: Client, workflowId: string, runId?: string): Promise<string[]> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  return (history.events ?? [])
+    .map((e) => e.markerRecordedEventAttributes)
+    .filter((marker) => marker?.markerName === 'core_patch')
+    .flatMap((marker) => marker?.details?.['patch-data']?.payloads ?? [])
+    .map((payload) => (defaultPayloadConverter.fromPayload(payload as Payload) as { id?: string })?.id)
+    .filter((id): id is string => typeof id === 'string');
 }

@@ -1,6 +1,8 @@
 // Replays every workflow a test file ran (found by its task queue) against the current bundle, and
 // histories kept as files.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import * as proto from '@temporalio/proto';
 import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
@@ -12,12 +14,32 @@ export async function replayTaskQueue(
   client: Client,
   taskQueue: string,
 ): Promise<{ replayed: number; errors: string[] }> {
-  quietRuntime();
   const histories = [];
   for await (const execution of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) {
     const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
     histories.push({ workflowId: execution.workflowId, history });
   }
+  return replayAll(histories);
+}
+
+/**
+ * Replays history files (`temporal workflow show --output json`), each named in an error by its
+ * path under `dir`.
+ */
+export function replayFiles(dir: string, files: string[]): Promise<{ replayed: number; errors: string[] }> {
+  return replayAll(
+    files.map((file) => ({
+      workflowId: file,
+      history: historyFromShowJson(readFileSync(join(dir, file), 'utf8')),
+    })),
+  );
+}
+
+/** Replays each history against the current bundle: how many were replayed, and each one's divergence. */
+async function replayAll(
+  histories: Array<{ workflowId: string; history: proto.temporal.api.history.v1.IHistory }>,
+): Promise<{ replayed: number; errors: string[] }> {
+  quietRuntime();
   const errors: string[] = [];
   let replayed = 0;
   for await (const result of Worker.runReplayHistories({ workflowBundle: prebuiltBundle() }, histories)) {

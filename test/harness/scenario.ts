@@ -32,6 +32,12 @@ export interface ScenarioOptions {
   morePools?: Array<{ name: string; cidrs: string[] }>;
   /** The activation policy (defaults otherwise), e.g. a short budget or no Stalled timer. */
   activation?: Partial<ActivationPolicy>;
+  /** The own pool's block sizes (defaults otherwise), e.g. small blocks a few allocations fill. */
+  blockSize?: { ipv4: number; ipv6: number };
+  /** The node (and pool) history limit, e.g. a short one that makes them continue-as-new soon. */
+  nodeHistoryLimit?: number;
+  /** How the control worker reaches the cluster (default: the test's), e.g. through a TCP proxy. */
+  kubeconfig?: string;
 }
 
 export class Scenario {
@@ -55,13 +61,15 @@ export class Scenario {
   }
 
   get config() {
-    const pools = [{ name: this.temporal.taskQueue, cidrs: ['198.18.0.0/16', 'fd00:18::/64'] }];
+    const { blockSize, nodeHistoryLimit } = this.options;
+    const own = { name: this.temporal.taskQueue, cidrs: ['198.18.0.0/16', 'fd00:18::/64'] };
     return testConfig(this.temporal.taskQueue, {
-      pools: [...pools, ...(this.options.morePools ?? [])],
+      pools: [{ ...own, ...(blockSize ? { blockSize } : {}) }, ...(this.options.morePools ?? [])],
       reuseCooldownSeconds: this.options.reuseCooldownSeconds ?? 1,
       ...(this.options.activation ? { activation: this.options.activation } : {}),
+      ...(nodeHistoryLimit ? { nodeHistoryLimit } : {}),
       kubernetes: {
-        kubeconfig: kubeconfigPath(),
+        kubeconfig: this.options.kubeconfig ?? kubeconfigPath(),
         watch: this.options.watch ?? true,
         reconcileIntervalSeconds: this.options.reconcileIntervalSeconds ?? 3600,
       },
