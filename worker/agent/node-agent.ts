@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
   // One dataplane (one forwarding keeper): the worker runs it and the offers activate with it.
   const dataplane = createDataplaneActivities({ hostNetns: config.hostNetns });
-  const offers = await offersFor(config, client, dataplane.activateAttachment, log);
+  const offers = await offersFor(config, client, dataplane, log);
   const activities = { ...dataplane, ...offerActivities(offers) };
   const agent = await createNodeAgent({ ...config, nodeName }, activities);
   const nodeLog = log.child({ node: agent.nodeName });
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
 async function offersFor(
   config: NodeAgentConfig,
   client: Client | undefined,
-  activateAttachment: DataplaneActivities['activateAttachment'],
+  dataplane: Omit<DataplaneActivities, 'revokeOffer'>,
   log: Log,
 ) {
   if (!client || !config.preProduce) return undefined;
@@ -76,7 +76,8 @@ async function offersFor(
     dir: config.offerDir,
     client,
     temporal: config.temporal,
-    activate: activateAttachment,
+    activate: dataplane.activateAttachment,
+    deactivate: dataplane.deactivateAttachment,
     log,
   });
   log.info({ offerDir: config.offerDir }, 'offers of pre-produced leases answer their first ADD');
