@@ -82,7 +82,15 @@ export class OfferBook implements OfferAnswers {
   static async open(options: OfferBookOptions): Promise<OfferBook> {
     const book = new OfferBook(options);
     for (const name of await durableFiles(options.dir, '.json')) {
-      const offer = await readDurableAs(options.dir, name, OfferRecordSchema); // damaged: undefined
+      const offer = await readDurableAs(options.dir, name, OfferRecordSchema).catch((err: unknown) => {
+        // EIO, EMFILE...: not damaged, so kept on disk for the next start to read.
+        book.log.warn(
+          { file: name, error: errorMessage(err) },
+          'offer file cannot be read now; left as it is',
+        );
+        return null;
+      });
+      if (offer === null) continue;
       if (offer?.answered) {
         book.records.set(offer.leaseId, offer);
         book.confirm(offer);
