@@ -190,7 +190,8 @@ export async function serveCniApi({
         for (const { name, error } of drained.stuck)
           log.warn({ file: name, error }, 'queued DEL file cannot be removed; the queue goes on past it');
       }));
-  await drain();
+  // Not awaited: with Temporal away the first drain takes timeouts, and the socket serves meanwhile.
+  void drain().catch((err: unknown) => log.warn({ error: errorMessage(err) }, 'queued DELs: drain failed'));
   const timer = setInterval(
     () =>
       void drain().catch((err: unknown) =>
