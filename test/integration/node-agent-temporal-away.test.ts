@@ -7,10 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { freePort, isAlive, waitFor } from '../../tools/processes';
 import { startDevServer, type DevServer } from '../../tools/temporal-server';
 import { kubeconfigPath } from '../harness/kube';
 import { netconf } from '../harness/netconf';
+import { expectReplayed } from '../harness/replay';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
 import { startNodeAgentProcess, type AgentCniPaths, type NodeAgentProcess } from '../harness/node-agent';
 import { runShim, type ShimCall } from '../harness/shim';
@@ -97,3 +99,12 @@ test('started with Temporal away, the agent serves its socket; once Temporal ans
   );
   expect(ready.json).toBeUndefined();
 }, 180_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  const connection = await Connection.connect({ address });
+  try {
+    await expectReplayed({ client: new Client({ connection }), taskQueue }, 1);
+  } finally {
+    await connection.close();
+  }
+});
