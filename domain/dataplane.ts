@@ -29,6 +29,8 @@ export const DataplaneFailure = {
   linkConflict: 'LinkConflict',
   command: 'IpCommandFailed',
   invalidInput: 'InvalidAttachment',
+  /** A removal of the attachment came while it was activated: the activation stopped, undone. */
+  superseded: 'ActivationSuperseded',
 } as const;
 
 /** The longest one activation may take, retries included: then the lease parks. */

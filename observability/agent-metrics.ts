@@ -37,7 +37,7 @@ export const queuedDeletesApplied = new Counter({
 
 export const queuedDeletesDropped = new Counter({
   name: 'netlease_cni_queued_deletes_dropped_total',
-  help: 'Queued DEL files that could not be read and were removed.',
+  help: 'Queued DEL files whose content could never be parsed, removed.',
   registers: [agentRegistry],
 });
 

@@ -38,18 +38,30 @@ export async function durableFiles(dir: string, suffix: string): Promise<string[
   return names.filter((n) => n.endsWith(suffix) && !n.startsWith('.')).sort();
 }
 
-/** A file's text, or undefined when it cannot be read. */
-const readDurable = (dir: string, name: string): Promise<string | undefined> =>
-  readFile(join(dir, name), 'utf8').catch(() => undefined);
+/** Read errors no retry mends: the file is gone, or is a directory. */
+const NEVER_READABLE = new Set<string | undefined>(['ENOENT', 'EISDIR']);
 
-/** A file's JSON as `schema` reads it, or undefined when it cannot be read or is not that (damaged). */
+const codeOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
+
+/**
+ * A file's JSON as `schema` reads it, or undefined when it never can be (damaged content, gone, a
+ * directory). Any other read error (EIO, EMFILE, ENFILE, EAGAIN, EACCES...) is thrown: the file
+ * may read fine later, and must not be taken for damaged.
+ */
 export async function readDurableAs<T>(
   dir: string,
   name: string,
   schema: { parse(value: unknown): T },
 ): Promise<T | undefined> {
+  let text: string;
   try {
-    return schema.parse(JSON.parse((await readDurable(dir, name)) ?? 'null'));
+    text = await readFile(join(dir, name), 'utf8');
+  } catch (err) {
+    if (NEVER_READABLE.has(codeOf(err))) return undefined;
+    throw err;
+  }
+  try {
+    return schema.parse(JSON.parse(text));
   } catch {
     return undefined;
   }

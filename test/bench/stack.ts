@@ -156,7 +156,7 @@ async function startPtpAgent(setup: AgentSetup, clients: KubeClients) {
   const { config, missing } = agentConfig(setup, PTP_NODE, 'ptp');
   if (missing || !setup.hostNetns) return undefined;
   await clients.core.createNode({ body: { metadata: { name: PTP_NODE } } });
-  const ready = '"msg":"CNI API listening"';
+  const ready = '"msg":"node agent started"';
   const agent = await startNodeProcess(
     setup.dir,
     'ptp-agent',
@@ -206,7 +206,7 @@ export async function startStack(
       'node-agent',
       [NODE_AGENT_NODE_FLAGS, 'worker/agent/node-agent.js'],
       config,
-      '"msg":"CNI API listening"',
+      '"msg":"node agent started"',
     );
     started.push(agent);
     const ptp = await startPtpAgent(agentSetup, clients);

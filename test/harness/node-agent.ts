@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { NodeAgentConfigSchema, type TemporalConnection } from '../../domain/config';
+import type { DataplaneActivities } from '../../domain/dataplane';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { createDataplaneActivities, offerActivities, type OfferKeeper } from '../../activities/dataplane';
 import { createNodeAgent } from '../../worker/agent/dataplane-worker';
@@ -42,16 +43,20 @@ const agentConfig = (
     ...extras,
   });
 
-/** `hostNetns` undefined: an ipam-only agent (no interfaces made); `offers`: what it revokes. */
+/**
+ * `hostNetns` undefined: an ipam-only agent (no interfaces made); `offers`: what it revokes;
+ * `watch`: sees the activities it runs (a test waits on an activation's end with it).
+ */
 export async function runNodeAgent(
   nodeName: string,
   hostNetns: string | undefined,
   temporal?: AgentTemporal,
   offers?: OfferKeeper,
+  watch: (activities: DataplaneActivities) => DataplaneActivities = (activities) => activities,
 ): Promise<RunningNodeAgent> {
   quietRuntime();
   const config = agentConfig(nodeName, hostNetns, temporal);
-  const activities = { ...createDataplaneActivities({ hostNetns }), ...offerActivities(offers) };
+  const activities = watch({ ...createDataplaneActivities({ hostNetns }), ...offerActivities(offers) });
   const agent = await createNodeAgent(config, activities);
   const running = agent.worker.run();
   return {

@@ -15,13 +15,14 @@ import { temporalAddress } from './temporal';
 /** A book on the test's dev server; `dir` defaults to a fresh temporary directory. */
 export const openTestOffers = (
   client: Client,
-  options: Partial<Pick<OfferBookOptions, 'dir' | 'activate'>> = {},
+  options: Partial<Pick<OfferBookOptions, 'dir' | 'activate' | 'deactivate'>> = {},
 ): Promise<OfferBook> =>
   OfferBook.open({
     dir: options.dir ?? mkdtempSync(join(tmpdir(), 'netlease-offers-')),
     client,
     temporal: { address: temporalAddress(), namespace: 'default' },
     activate: options.activate,
+    deactivate: options.deactivate,
   });
 
 /** How many offers a book holds on disk. */

@@ -33,10 +33,11 @@ afterAll(async () => {
   await deleteAllNetns();
 });
 
-async function startAgent(until = () => false): Promise<NodeAgentProcess> {
+/** An agent process, once its socket listens or (with `until`) once `until` holds. */
+async function startAgent(until?: () => boolean): Promise<NodeAgentProcess> {
   const started = startNodeAgentProcess(node, hostNetns, {}, undefined, paths);
   const ready = await waitFor(
-    () => started.output().includes('"msg":"CNI API listening"') || until(),
+    () => (until ? until() : started.output().includes('"msg":"CNI API listening"')),
     30_000,
     5,
   );

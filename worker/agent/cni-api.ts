@@ -38,6 +38,8 @@ export interface CniApiOptions {
   log?: Log;
   /** The agent's offers of pre-produced leases (worker/agent/offers), where it pre-produces. */
   held?: HeldOffers;
+  /** How often the queued DELs are applied (a test drains by hand instead). */
+  drainEveryMs?: number;
 }
 
 export interface CniApi {
@@ -137,6 +139,7 @@ export async function serveCniApi({
   deleteQueue,
   log = silentLog(),
   held = {},
+  drainEveryMs = DRAIN_EVERY_MS,
 }: CniApiOptions): Promise<CniApi> {
   // Read per call: a test may hand the agent its offers after the API is up.
   const context: CniContext = {
@@ -168,29 +171,33 @@ export async function serveCniApi({
     return tryAgainLater(result) ? 'later' : 'done';
   };
   let draining: Promise<void> = Promise.resolve();
+  const waiting = new Set<string>(); // queued DELs that answered "later": tried after the others
   // Each drain runs after the one before it, whether that one failed or not: a rejected link must
   // not stop every later drain.
   const drain = () =>
     (draining = draining
       .catch(() => undefined)
       .then(async () => {
-        const drained = await drainDeletes(deleteQueue, apply);
+        const drained = await drainDeletes(deleteQueue, apply, waiting);
         queuedDeletesApplied.inc(drained.applied);
         queuedDeletesDropped.inc(drained.dropped.length);
         deleteQueueLength.set(drained.kept);
         if (drained.applied || drained.dropped.length)
           log.info({ applied: drained.applied, waiting: drained.kept }, 'queued DELs applied');
-        for (const name of drained.dropped) log.warn({ file: name }, 'dropped unreadable queued DEL');
+        for (const name of drained.dropped) log.warn({ file: name }, 'dropped damaged queued DEL');
+        for (const { name, error } of drained.unreadable)
+          log.warn({ file: name, error }, 'queued DEL cannot be read now; kept for the next drain');
         for (const { name, error } of drained.stuck)
           log.warn({ file: name, error }, 'queued DEL file cannot be removed; the queue goes on past it');
       }));
-  await drain();
+  // Not awaited: with Temporal away the first drain takes timeouts, and the socket serves meanwhile.
+  void drain().catch((err: unknown) => log.warn({ error: errorMessage(err) }, 'queued DELs: drain failed'));
   const timer = setInterval(
     () =>
       void drain().catch((err: unknown) =>
         log.warn({ error: errorMessage(err) }, 'queued DELs: drain failed'),
       ),
-    DRAIN_EVERY_MS,
+    drainEveryMs,
   );
   timer.unref();
   return {

@@ -1,5 +1,5 @@
 // The node agent: a worker on `netlease-node-<node>` running the dataplane activities, no workflows.
-import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { NodeAgentConfig } from '../../domain/config';
 import { nodeTaskQueue, type DataplaneActivities } from '../../domain/dataplane';
 import { hostNodeName } from '../../kubernetes/node-name';
@@ -23,12 +23,14 @@ export const NODE_AGENT_POLLING = {
   activityTaskPollerBehavior: { type: 'simple-maximum', maximum: 1 },
 } satisfies Partial<WorkerOptions>;
 
+/** The worker on `connection` (made here when not given; either way closed by `close`). */
 export async function createNodeAgent(
   config: NodeAgentConfig,
   activities: DataplaneActivities,
+  given?: NativeConnection,
 ): Promise<NodeAgent> {
   const nodeName = config.nodeName ?? hostNodeName();
-  const connection = await connectWorkerConnection(config.temporal);
+  const connection = given ?? (await connectWorkerConnection(config.temporal));
   const taskQueue = nodeTaskQueue(nodeName);
   const worker = await Worker.create({
     connection,

@@ -1,10 +1,17 @@
 // Entry point: node dist/worker/agent/node-agent.js --config <file>   (or NETLEASE_NODE_AGENT_CONFIG=<file>)
 // The node name: `nodeName` in the file, else NETLEASE_NODE_NAME, else the host name. Logs are
 // JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
+import { NamespaceNotFoundError } from '@temporalio/common';
 import { OfferBook } from './offers';
 import { sharedClient } from './temporal-clients';
-import { NodeAgentConfigSchema, type NodeAgentConfig, type PreProduce } from '../../domain/config';
+import {
+  ConfigError,
+  NodeAgentConfigSchema,
+  type NodeAgentConfig,
+  type PreProduce,
+} from '../../domain/config';
 import { DEFAULT_CONFLIST } from '../../domain/conflist';
 import type { DataplaneActivities } from '../../domain/dataplane';
 import { createDataplaneActivities, offerActivities } from '../../activities/dataplane';
@@ -15,12 +22,17 @@ import { agentRegistry } from '../../observability/agent-metrics';
 import { createLog, errorMessage, type Log } from '../../observability/log';
 import { serveMetrics, type MetricsServer } from '../../observability/metrics-server';
 import { installRuntime } from '../../observability/runtime';
-import { serveCniApi } from './cni-api';
+import { serveCniApi, type HeldOffers } from './cni-api';
 import { configPath, loadConfigFile, preProduceAgreement } from '../config-file';
-import { createNodeAgent } from './dataplane-worker';
+import { connectWorkerConnection } from '../../temporal/connection';
+import { createNodeAgent, type NodeAgent } from './dataplane-worker';
 import { startPreProducing, type PreProducer } from './pre-produce';
 
 const bootLog = createLog('node-agent');
+
+/** The first wait before connecting again, and the longest: Temporal may be away for long. */
+const CONNECT_FIRST_WAIT_MS = 500;
+const CONNECT_LONGEST_WAIT_MS = 10_000;
 
 async function main(): Promise<void> {
   const path = configPath(process.argv, 'NETLEASE_NODE_AGENT_CONFIG', 'node-agent');
@@ -33,42 +45,113 @@ async function main(): Promise<void> {
     config.nodeName ??
     configuredNodeName(process.env.NETLEASE_NODE_NAME, 'NETLEASE_NODE_NAME') ??
     hostNodeName();
-  const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
-  // One dataplane (one forwarding keeper): the worker runs it and the offers activate with it.
-  const dataplane = createDataplaneActivities({ hostNetns: config.hostNetns });
-  const offers = await offersFor(config, client, dataplane.activateAttachment, log);
-  const activities = { ...dataplane, ...offerActivities(offers) };
-  const agent = await createNodeAgent({ ...config, nodeName }, activities);
-  const nodeLog = log.child({ node: agent.nodeName });
+  const nodeLog = log.child({ node: nodeName });
+  const stopping = stopSignal();
   let metrics: MetricsServer | undefined;
   if (config.metrics) {
     metrics = await serveMetrics({ ...config.metrics, registry: agentRegistry, log: nodeLog, ...runtime });
     nodeLog.info({ host: config.metrics.host, port: metrics.port }, 'metrics on GET /metrics');
   }
-  nodeLog.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
-  const running = agent.worker.run(); // Temporal's own SIGINT/SIGTERM handling ends it
-  const cni = await serveCniApi({
-    socket: config.cniSocket,
-    deleteQueue: config.deleteQueue,
-    log,
-    held: { offers },
-  });
+  // The socket serves at once, Temporal or not: ADDs get 11 naming it, DELs are queued, STATUS is 50.
+  const held: HeldOffers = {};
+  const cni = await serveCniApi({ socket: config.cniSocket, deleteQueue: config.deleteQueue, log, held });
   nodeLog.info({ cniSocket: config.cniSocket, deleteQueue: config.deleteQueue }, 'CNI API listening');
-  const preProducer = client && (await preProduceFor(config, agent.nodeName, nodeLog, client, offers));
+  // One dataplane (one forwarding keeper): the worker runs it and the offers activate with it.
+  const dataplane = createDataplaneActivities({ hostNetns: config.hostNetns });
+  const connected = await untilConnected(
+    () => connectToTemporal({ ...config, nodeName }, dataplane, log),
+    config.temporal.address,
+    nodeLog,
+    stopping,
+  );
+  if (connected) await serve(config, connected, held, nodeLog);
+  await cni.close();
+  await connected?.agent.close();
+  await metrics?.close();
+  nodeLog.info('node agent stopped');
+}
+
+/** What needs Temporal: the worker, and with preProduce the client and the offers. */
+interface Connected {
+  agent: NodeAgent;
+  client?: Client;
+  offers?: OfferBook;
+}
+
+/** Runs the worker until SIGINT/SIGTERM (Temporal's own handling ends it), pre-producing meanwhile. */
+async function serve(config: NodeAgentConfig, connected: Connected, held: HeldOffers, log: Log) {
+  const { agent, client, offers } = connected;
+  held.offers = offers;
+  log.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
+  const running = agent.worker.run();
+  const preProducer = client && (await preProduceFor(config, agent.nodeName, log, client, offers));
   await running;
   preProducer?.stop();
   offers?.close();
-  await cni.close();
-  await agent.close();
-  await metrics?.close();
-  nodeLog.info('node agent stopped');
+}
+
+/** The worker first: its native connection fails at once when nothing listens. */
+async function connectToTemporal(
+  config: NodeAgentConfig & { nodeName: string },
+  dataplane: Omit<DataplaneActivities, 'revokeOffer'>,
+  log: Log,
+): Promise<Connected> {
+  const connection = await connectWorkerConnection(config.temporal);
+  let offers: OfferBook | undefined;
+  try {
+    const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
+    offers = await offersFor(config, client, dataplane, log);
+    const activities = { ...dataplane, ...offerActivities(offers) };
+    return { agent: await createNodeAgent(config, activities, connection), client, offers };
+  } catch (err) {
+    offers?.close();
+    await connection.close();
+    throw err;
+  }
+}
+
+/**
+ * Connects until Temporal answers, waiting longer each time; undefined once the agent is told to
+ * stop first. A mistake in the configuration (a TLS file, the namespace) is thrown: it needs a fix.
+ */
+async function untilConnected(
+  connect: () => Promise<Connected>,
+  address: string,
+  log: Log,
+  stopping: AbortSignal,
+): Promise<Connected | undefined> {
+  for (let waitMs = CONNECT_FIRST_WAIT_MS; !stopping.aborted;) {
+    try {
+      const connected = await connect();
+      if (!stopping.aborted) return connected;
+      await connected.agent.close();
+      connected.offers?.close();
+      return undefined;
+    } catch (err) {
+      if (err instanceof ConfigError || err instanceof NamespaceNotFoundError) throw err;
+      log.warn(
+        { temporal: address, error: errorMessage(err), retryInMs: waitMs },
+        'Temporal does not answer: ADDs get 11 and DELs are queued until it does',
+      );
+    }
+    await sleep(waitMs, undefined, { signal: stopping }).catch(() => undefined);
+    waitMs = Math.min(waitMs * 2, CONNECT_LONGEST_WAIT_MS);
+  }
+  return undefined;
+}
+
+/** Aborted by SIGINT or SIGTERM (the SDK stops a running worker on them by itself). */
+function stopSignal(): AbortSignal {
+  const stop = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
+  return stop.signal;
 }
 
 /** Pre-produced leases are offered to this agent to answer their first ADD (domain/offer). */
 async function offersFor(
   config: NodeAgentConfig,
   client: Client | undefined,
-  activateAttachment: DataplaneActivities['activateAttachment'],
+  dataplane: Omit<DataplaneActivities, 'revokeOffer'>,
   log: Log,
 ) {
   if (!client || !config.preProduce) return undefined;
@@ -76,7 +159,8 @@ async function offersFor(
     dir: config.offerDir,
     client,
     temporal: config.temporal,
-    activate: activateAttachment,
+    activate: dataplane.activateAttachment,
+    deactivate: dataplane.deactivateAttachment,
     log,
   });
   log.info({ offerDir: config.offerDir }, 'offers of pre-produced leases answer their first ADD');

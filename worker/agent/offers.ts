@@ -20,6 +20,7 @@ import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../../
 import { isGoneError, isUpdateRefusal } from '../../temporal/workflow-gone';
 import type { OfferAnswers } from '../../cni/commands';
 import { confirmAnswerUpdate } from '../../workflows/lease-messages';
+import { stopActivations } from '../../activities/dataplane';
 
 /** The file of a lease's offer in the agent's offer directory (the bench waits on it too). */
 export const offerFileOf = (leaseId: string): string => `${encodeURIComponent(leaseId)}.json`;
@@ -32,6 +33,21 @@ async function settledOrAborted(pending: Promise<unknown> | undefined, until?: A
   await Promise.race([pending, aborted]);
 }
 
+/** What the lease made of an answer: took it, refused it, is gone, or has not said (asked again later). */
+type ConfirmOutcome = 'confirmed' | 'refused' | 'gone' | 'later';
+
+/** The dataplane's input for the sandbox an offer answered. */
+function attachmentInput(offer: OfferRecord): AttachmentInput {
+  const { containerId, netns, ifName, routes } = offer.answered as OfferAnswer;
+  return {
+    leaseId: offer.leaseId,
+    start: offer.start,
+    attachment: { containerId, netns, ifName },
+    addresses: offer.addresses,
+    routes: routesFor(offer.addresses, routes),
+  };
+}
+
 const REVOKED_REMEMBERED = 10_000;
 const CONFIRM_DEADLINE_MS = 10_000;
 
@@ -41,6 +57,8 @@ export interface OfferBookOptions {
   temporal: Pick<TemporalConnection, 'address' | 'namespace'>;
   /** The agent's activation of one attachment; without it ptp offers answer nothing. */
   activate?: (input: AttachmentInput) => Promise<ActivatedLinks>;
+  /** Its deactivation: removes the interface of an answer the lease refused. */
+  deactivate?: (input: AttachmentInput) => Promise<void>;
   log?: Log;
 }
 
@@ -64,7 +82,15 @@ export class OfferBook implements OfferAnswers {
   static async open(options: OfferBookOptions): Promise<OfferBook> {
     const book = new OfferBook(options);
     for (const name of await durableFiles(options.dir, '.json')) {
-      const offer = await readDurableAs(options.dir, name, OfferRecordSchema); // damaged: undefined
+      const offer = await readDurableAs(options.dir, name, OfferRecordSchema).catch((err: unknown) => {
+        // EIO, EMFILE...: not damaged, so kept on disk for the next start to read.
+        book.log.warn(
+          { file: name, error: errorMessage(err) },
+          'offer file cannot be read now; left as it is',
+        );
+        return null;
+      });
+      if (offer === null) continue;
       if (offer?.answered) {
         book.records.set(offer.leaseId, offer);
         book.confirm(offer);
@@ -121,17 +147,17 @@ export class OfferBook implements OfferAnswers {
     return answered;
   }
 
-  /** Makes the interface (ptp): the answer with its links, or undefined with the offer held again. */
+  /**
+   * Makes the interface (ptp): the answer with its links, or undefined with the offer held again.
+   * A revocation stops it (activities/attachment-locks) and hands the sandbox to the release.
+   */
   private async activated(offer: OfferRecord, claimed: OfferRecord): Promise<OfferRecord | undefined> {
-    const answer = claimed.answered as OfferAnswer;
+    // Revoked since it was claimed: nothing to make. From here to the activation's place in the
+    // attachment's queue nothing awaits, so a later revocation finds it there and stops it.
+    if (this.records.get(claimed.leaseId) !== claimed) return undefined;
     try {
-      const links = await this.activate({
-        leaseId: claimed.leaseId,
-        start: claimed.start,
-        attachment: { containerId: answer.containerId, netns: answer.netns, ifName: answer.ifName },
-        addresses: claimed.addresses,
-        routes: routesFor(claimed.addresses, answer.routes),
-      });
+      const links = await this.activate(attachmentInput(claimed));
+      const answer = claimed.answered as OfferAnswer;
       const answered = { ...claimed, answered: { ...answer, links } };
       return (await this.replace(claimed, answered)) ? answered : undefined;
     } catch (err) {
@@ -165,7 +191,11 @@ export class OfferBook implements OfferAnswers {
     }
   }
 
-  /** Ends the offer of this run; the ADD answered from it, if any (the revokeOffer activity). */
+  /**
+   * Ends the offer of this run; the ADD answered from it, if any (the revokeOffer activity). An
+   * activation of that answer still in flight stops and is undone first: the lease deactivates
+   * the sandbox next, and must find nothing being made behind it.
+   */
   async revoke(leaseId: string, run: string): Promise<OfferAnswer | undefined> {
     this.rememberRevoked(`${leaseId}@${run}`);
     const offer = this.records.get(leaseId);
@@ -173,6 +203,7 @@ export class OfferBook implements OfferAnswers {
     this.records.delete(leaseId);
     this.count('revoked');
     await this.persist(leaseId, undefined);
+    if (offer.answered && offer.start.mode === 'ptp') await stopActivations(offer.answered);
     return offer.answered;
   }
 
@@ -226,10 +257,16 @@ export class OfferBook implements OfferAnswers {
     this.confirming.set(offer.leaseId, confirmed);
   }
 
+  /**
+   * A refused answer's interface is removed before its record goes: the lease did not keep the
+   * sandbox (one that is releasing may deactivate it too; removing twice is harmless). Until then
+   * the record stays, on disk too, so an agent stopped meanwhile asks again at its start.
+   */
   private async confirmUntilSettled(offer: OfferRecord): Promise<void> {
+    let outcome: ConfirmOutcome = 'later';
     for (let waitMs = 100; !this.closing.signal.aborted; waitMs = Math.min(waitMs * 2, 5000)) {
-      const outcome = await this.confirmOnce(offer);
-      if (outcome !== 'later') {
+      if (outcome === 'later') outcome = await this.confirmOnce(offer);
+      if (outcome === 'confirmed' || (outcome !== 'later' && (await this.removedInterface(offer)))) {
         if (this.records.get(offer.leaseId) === offer) {
           this.records.delete(offer.leaseId);
           await this.persist(offer.leaseId, undefined).catch(() => undefined);
@@ -241,8 +278,24 @@ export class OfferBook implements OfferAnswers {
     }
   }
 
+  /** Removes the interface made for a refused answer (ptp); false: it could not, try again. */
+  private async removedInterface(offer: OfferRecord): Promise<boolean> {
+    const { deactivate } = this.options;
+    if (offer.start.mode !== 'ptp' || !deactivate) return true;
+    const answered = offer.answered as OfferAnswer;
+    const fields = { leaseId: offer.leaseId, containerId: answered.containerId };
+    try {
+      await deactivate(attachmentInput(offer));
+      this.log.info(fields, 'offer: removed the interface of the refused answer');
+      return true;
+    } catch (err) {
+      this.log.warn({ ...fields, error: errorMessage(err) }, 'offer: cannot remove the refused answer yet');
+      return false;
+    }
+  }
+
   /** The lease took the answer, refused it, is gone, or has not answered (asked again later). */
-  private async confirmOnce(offer: OfferRecord): Promise<'confirmed' | 'refused' | 'gone' | 'later'> {
+  private async confirmOnce(offer: OfferRecord): Promise<ConfirmOutcome> {
     const answered = offer.answered as OfferAnswer;
     const { client } = this.options;
     try {
