@@ -163,7 +163,7 @@ export const KubernetesSchema = z
     reconcileIntervalSeconds: z.number().int().min(1).default(60),
     /** Watch nodes and pods (hints that trigger verifying reads). */
     watch: z.boolean().default(true),
-    /** Watch events handled at once, each object's in order (a pod event may cost three round trips). */
+    /** Objects handled at once (a pod's pending events collapse into its latest state; one at a time per pod). */
     watchConcurrency: z.number().int().min(1).max(256).default(16),
     /** Replicas take turns at the watches; `false`: every replica watches (duplicate work, still safe). */
     watchLeadership: z.union([z.literal(false), WatchLeadershipSchema]).default({ durationSeconds: 15 }),
