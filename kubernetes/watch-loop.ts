@@ -3,7 +3,11 @@
 // one handling per object at a time, `concurrency` objects side by side. Watches are hints:
 // anything missed is caught by the reconciler.
 //
-// A connection with no event and no bookmark for `watchSilenceSeconds` is closed and reopened.
+// A connection with no event and no bookmark for `watchSilenceSeconds` is closed and reopened. A
+// reopen lists every object again (no resourceVersion is sent: the first events are a quorum
+// snapshot); an object whose state (resourceVersion) is the one last handled is dropped there, so
+// a re-list costs one event per unchanged object and nothing more.
+import { NewestSeen } from '../domain/k8s';
 import { kubeApiError, kubeStatusError, type KubeClients } from './kube';
 import { ObjectQueue } from './object-queue';
 import { WatchConnection } from './watch-connection';
@@ -22,6 +26,8 @@ export interface WatchStats {
   events: number;
   /** Of them, deletions. */
   deleted: number;
+  /** Events dropped because their object's state was the one last handled (a re-list). */
+  unchanged: number;
 }
 
 export interface WatchOptions {
@@ -35,12 +41,14 @@ export interface WatchOptions {
 interface Latest {
   type: string;
   object: unknown;
+  resourceVersion: string | undefined;
 }
 
 interface Meta {
   uid?: unknown;
   namespace?: unknown;
   name?: unknown;
+  resourceVersion?: unknown;
 }
 
 const metaOf = (object: unknown): Meta => (object as { metadata?: Meta } | null)?.metadata ?? {};
@@ -66,17 +74,25 @@ export function watchForever(
   let connection: WatchConnection | undefined;
   let retry: NodeJS.Timeout | undefined;
   let backoffMs = 500;
-  const stats: WatchStats = { opened: 0, events: 0, deleted: 0 };
+  const stats: WatchStats = { opened: 0, events: 0, deleted: 0, unchanged: 0 };
   const silenceS = clients.timeouts.watchSilenceSeconds;
   // After stop(), what fails is our own abort or an event already in hand: not worth a warning.
   const report = (err: unknown) => {
     if (!stopped) onError(kubeApiError(err));
   };
+  const handled = new NewestSeen(); // per key, the resourceVersion last handled
   const queue = new ObjectQueue<Latest>({
     concurrency: options.concurrency ?? 1,
     // A UID once deleted does not come back: nothing after its deletion replaces it.
     merge: (waiting, next) => (waiting.type === 'DELETED' ? waiting : next),
-    handle: (_, latest) => handle(latest.type, latest.object),
+    handle: async (key, latest) => {
+      try {
+        await handle(latest.type, latest.object);
+      } finally {
+        handled.forget(key); // failed: a re-list handles it again; deleted: it is gone
+      }
+      if (latest.type !== 'DELETED') handled.admit(key, latest.resourceVersion);
+    },
     onError: report,
   });
 
@@ -86,7 +102,14 @@ export function watchForever(
     if (type === 'ERROR') return report(kubeStatusError(object)); // the server ends the watch next
     stats.events++;
     if (type === 'DELETED') stats.deleted++;
-    queue.add(objectKey(metaOf(object)), { type, object });
+    const meta = metaOf(object);
+    const key = objectKey(meta);
+    const resourceVersion = typeof meta.resourceVersion === 'string' ? meta.resourceVersion : undefined;
+    if (type !== 'DELETED' && handled.holds(key, resourceVersion)) {
+      stats.unchanged++;
+      return;
+    }
+    queue.add(key, { type, object, resourceVersion });
   };
 
   const open = async (): Promise<void> => {
