@@ -63,8 +63,8 @@ export async function connect(line: CommandLine): Promise<Context> {
     output,
     cluster() {
       if (!useKube) return Promise.resolve(undefined);
-      reader ??= connectKube(kubeconfig ?? config?.kubernetes?.kubeconfig).then(
-        ({ core }) => new ClusterReader(core),
+      reader ??= connectKube(kubeconfig ?? config?.kubernetes?.kubeconfig, config?.kubernetes?.timeouts).then(
+        ({ core, timeouts }) => new ClusterReader(core, timeouts),
       );
       return reader;
     },

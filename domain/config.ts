@@ -133,10 +133,32 @@ export const WatchLeadershipSchema = z
   .strict();
 export type WatchLeadership = z.infer<typeof WatchLeadershipSchema>;
 
+/**
+ * How long a Kubernetes call may go unanswered: the client sets no timeout, and a server that
+ * accepts the connection and never answers would hold the caller (a watch event, a produce, the
+ * reconciler) forever. A call past its bound fails and is retried by its caller.
+ */
+export const KubeTimeoutsSchema = z
+  .object({
+    /** One read or write of one object. */
+    callSeconds: z.number().positive().max(600).default(5),
+    /** One page (500 objects) of a paginated list. */
+    listPageSeconds: z.number().positive().max(600).default(30),
+    /**
+     * A watch with no event and no bookmark for this long (from its opening) is closed and
+     * reopened. The API server (1.34) sends a bookmark every minute, the first after two.
+     */
+    watchSilenceSeconds: z.number().positive().max(3600).default(180),
+  })
+  .strict();
+export type KubeTimeouts = z.infer<typeof KubeTimeoutsSchema>;
+export const DEFAULT_KUBE_TIMEOUTS: KubeTimeouts = KubeTimeoutsSchema.parse({});
+
 export const KubernetesSchema = z
   .object({
     /** Path to a kubeconfig; omitted: the in-cluster service account. */
     kubeconfig: z.string().optional(),
+    timeouts: KubeTimeoutsSchema.default(DEFAULT_KUBE_TIMEOUTS),
     /** How often the reconciler schedule runs. */
     reconcileIntervalSeconds: z.number().int().min(1).default(60),
     /**
@@ -146,7 +168,7 @@ export const KubernetesSchema = z
     releaseGraceSeconds: z.number().min(0).max(600).default(5),
     /** Watch nodes and pods (hints that trigger verifying reads). */
     watch: z.boolean().default(true),
-    /** Watch events handled at once, each object's in order (a pod event may cost three round trips). */
+    /** Objects handled at once (a pod's pending events collapse into its latest state; one at a time per pod). */
     watchConcurrency: z.number().int().min(1).max(256).default(16),
     /** Replicas take turns at the watches; `false`: every replica watches (duplicate work, still safe). */
     watchLeadership: z.union([z.literal(false), WatchLeadershipSchema]).default({ durationSeconds: 15 }),
@@ -255,7 +277,10 @@ export const NodeAgentConfigSchema = z
     offerDir: AbsolutePath.default(DEFAULT_OFFER_DIR),
     /** Reading pods bound to this node (pre-produce); kubeconfig omitted: in-cluster. */
     kubernetes: z
-      .object({ kubeconfig: z.string().min(1).optional() })
+      .object({
+        kubeconfig: z.string().min(1).optional(),
+        timeouts: KubeTimeoutsSchema.default(DEFAULT_KUBE_TIMEOUTS),
+      })
       .strict()
       .optional(),
     /** Leases produced when a pod is bound, before its ADD; they must match the node's CNI config. */

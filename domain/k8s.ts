@@ -89,4 +89,13 @@ export class NewestSeen {
     }
     return true;
   }
+
+  /** Whether `resourceVersion` is exactly the newest seen of `uid` (an unversioned object never is). */
+  holds(uid: string, resourceVersion: string | undefined): boolean {
+    return Boolean(resourceVersion) && this.seen.get(uid) === resourceVersion;
+  }
+
+  forget(uid: string): void {
+    this.seen.delete(uid);
+  }
 }

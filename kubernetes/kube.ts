@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import { Agent } from 'node:https';
 import { z } from 'zod';
 import type * as Kube from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { DEFAULT_KUBE_TIMEOUTS, type KubeTimeouts } from '../domain/config';
 
 export type KubeModule = typeof Kube;
 export type CoreApi = Kube.CoreV1Api;
@@ -11,16 +12,21 @@ export interface KubeClients {
   kube: KubeModule;
   config: Kube.KubeConfig;
   core: CoreApi;
+  /** How long each kind of call may go unanswered (kubeCall, the watch loop). */
+  timeouts: KubeTimeouts;
 }
 
 /** `kubeconfig` path, or the in-cluster service account when omitted. */
-export async function connectKube(kubeconfig?: string): Promise<KubeClients> {
+export async function connectKube(
+  kubeconfig?: string,
+  timeouts: KubeTimeouts = DEFAULT_KUBE_TIMEOUTS,
+): Promise<KubeClients> {
   const kube = await import('@kubernetes/client-node');
   const config = new kube.KubeConfig();
   if (kubeconfig) config.loadFromFile(kubeconfig);
   else config.loadFromDefault();
   keepConnections(config);
-  return { kube, config, core: config.makeApiClient(kube.CoreV1Api) };
+  return { kube, config, core: config.makeApiClient(kube.CoreV1Api), timeouts };
 }
 
 /**
@@ -106,11 +112,53 @@ export function kubeApiError(err: unknown): unknown {
   return new KubeApiError(code, status.reason ?? STATUS_CODES[code] ?? '', status.message ?? '');
 }
 
-/** Runs a Kubernetes call; a refusal comes back as a KubeApiError. */
-export async function kubeCall<T>(call: () => Promise<T>): Promise<T> {
+/** A watch's ERROR event (a Status object) as a KubeApiError. */
+export function kubeStatusError(status: unknown): KubeApiError {
+  const { code } = z.object({ code: z.number().int() }).catch({ code: 0 }).parse(status);
+  const { reason, message } = statusOf(status);
+  return new KubeApiError(code, reason ?? STATUS_CODES[code] ?? '', message ?? '');
+}
+
+/** The per-call options of the client's API methods (its middleware chain). */
+export type KubeCallOptions = Kube.ConfigurationOptions;
+
+/**
+ * Runs a Kubernetes call that must answer within `ms`: the client sets no timeout, and a call on a
+ * connection gone silent would wait forever. `call` passes `options` to the client's method, so
+ * the request is aborted (its connection closed) at the bound; the race stands in for an abort
+ * the client does not honour. A refusal comes back as a KubeApiError.
+ */
+export async function kubeCall<T>(
+  what: string,
+  ms: number,
+  call: (options: KubeCallOptions) => Promise<T>,
+): Promise<T> {
+  const { Observable } = await import('@kubernetes/client-node');
+  const abort = new AbortController();
+  const pass = <C>(context: C) => new Observable(Promise.resolve(context));
+  const options: KubeCallOptions = {
+    middleware: [{ pre: (request) => (request.setSignal(abort.signal), pass(request)), post: pass }],
+    middlewareMergeStrategy: 'append',
+  };
   try {
-    return await call();
+    // Late: the request ends, and with it its connection (a keep-alive one would stay stuck).
+    return await within(call(options), ms, what, () => abort.abort());
   } catch (err) {
     throw kubeApiError(err);
   }
+}
+
+/**
+ * `promise`'s outcome, or a rejection naming `what` once `ms` passed without one; `onLate` runs
+ * then (after the rejection, so that it wins the race over what `onLate` causes).
+ */
+export function within<T>(promise: Promise<T>, ms: number, what: string, onLate?: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`${what}: no answer in ${ms} ms`));
+      onLate?.();
+    }, ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

@@ -4,7 +4,7 @@
 // not agree) is taken over, and a holder that cannot renew stops before that. Writes carry the
 // object's resourceVersion, so of two contenders only one wins a round.
 import type { V1Lease } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
-import { isConflict, isNotFound, kubeApiError, type KubeClients } from './kube';
+import { isConflict, isNotFound, kubeCall, within, type KubeCallOptions, type KubeClients } from './kube';
 
 export interface LeadershipOptions {
   namespace: string;
@@ -51,11 +51,12 @@ export function holdLeadership(
   let round: Promise<void> = Promise.resolve();
   // The API parses these times with microseconds only: a Date's milliseconds are refused.
   const micro = (at: Date | number = Date.now()) => new clients.kube.V1MicroTime(new Date(at).getTime());
-  // The client sets no timeout: a call on a dead connection must not hold a round (or stop()).
-  const bounded = <T>(call: Promise<T>): Promise<T> => within(call, retryMs, `Lease ${namespace}/${name}`);
+  // A call on a dead connection must not hold a round (or stop()): each has a third of the lease.
+  const bounded = <T>(call: (options: KubeCallOptions) => Promise<T>): Promise<T> =>
+    kubeCall(`Lease ${namespace}/${name}`, retryMs, call);
 
   const read = async (): Promise<V1Lease | undefined> =>
-    bounded(api.readNamespacedLease({ name, namespace })).catch((err: unknown) => {
+    bounded((options) => api.readNamespacedLease({ name, namespace }, options)).catch((err: unknown) => {
       if (isNotFound(err)) return undefined;
       throw err;
     });
@@ -72,7 +73,8 @@ export function holdLeadership(
         renewTime: now,
         leaseTransitions: 0,
       };
-      await bounded(api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } }));
+      const body = { metadata: { name, namespace }, spec };
+      await bounded((options) => api.createNamespacedLease({ namespace, body }, options));
       return true;
     }
     const spec = current.spec ?? {};
@@ -92,7 +94,8 @@ export function holdLeadership(
       leaseDurationSeconds: durationSeconds,
       renewTime: now,
     };
-    await bounded(api.replaceNamespacedLease({ name, namespace, body: { ...current, spec: next } }));
+    const body = { ...current, spec: next };
+    await bounded((options) => api.replaceNamespacedLease({ name, namespace, body }, options));
     return true;
   };
 
@@ -117,7 +120,7 @@ export function holdLeadership(
         events.changed?.(true, `holds Lease ${namespace}/${name}`);
       }
     } catch (err) {
-      if (!isConflict(err)) events.error?.(kubeApiError(err)); // a conflict: another contender won
+      if (!isConflict(err)) events.error?.(err); // a conflict: another contender won
     }
   };
 
@@ -139,7 +142,7 @@ export function holdLeadership(
       await within(round, retryMs, 'the last Lease round').catch(() => undefined);
       lose('stopping');
       // Held (even if a round acquired it as stop began): hand it back for the next at once.
-      if (holds) await handBack().catch((err: unknown) => events.error?.(kubeApiError(err)));
+      if (holds) await handBack().catch((err: unknown) => events.error?.(err));
     },
   };
 
@@ -151,15 +154,7 @@ export function holdLeadership(
     const { acquireTime } = current.spec;
     const times = { renewTime: micro(), ...(acquireTime ? { acquireTime: micro(acquireTime) } : {}) };
     const spec = { ...current.spec, ...times, holderIdentity: '', leaseDurationSeconds: 1 };
-    await bounded(api.replaceNamespacedLease({ name, namespace, body: { ...current, spec } }));
+    const body = { ...current, spec };
+    await bounded((options) => api.replaceNamespacedLease({ name, namespace, body }, options));
   }
-}
-
-/** `call`'s answer, or a rejection naming `what` once `ms` passed without one. */
-function within<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms);
-  });
-  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }

@@ -1,24 +1,66 @@
-// Keeps one Kubernetes watch open, restarting it with bounded backoff. Each object's events are
-// handled in arrival order, different objects' side by side (ObjectQueue). Watches are hints:
+// Keeps one Kubernetes watch open, reopening it with bounded backoff. Events are keyed by object
+// and coalesce (ObjectQueue): the handler gets an object's latest state, a deletion is never lost,
+// one handling per object at a time, `concurrency` objects side by side. Watches are hints:
 // anything missed is caught by the reconciler.
-import { kubeApiError, type KubeClients } from './kube';
+//
+// A connection with no event and no bookmark for `watchSilenceSeconds` is closed and reopened. A
+// reopen lists every object again (no resourceVersion is sent: the first events are a quorum
+// snapshot); an object whose state (resourceVersion) is the one last handled is dropped there, so
+// a re-list costs one event per unchanged object and nothing more.
+import { NewestSeen } from '../domain/k8s';
+import { kubeApiError, kubeStatusError, type KubeClients } from './kube';
 import { ObjectQueue } from './object-queue';
+import { WatchConnection } from './watch-connection';
 
 export interface WatchLoop {
   stop(): void;
+  /** Objects with a state waiting or in hand: one entry each, however many events came. */
+  readonly pending: number;
+  readonly stats: Readonly<WatchStats>;
+}
+
+export interface WatchStats {
+  /** Connections opened. */
+  opened: number;
+  /** Object events received (bookmarks and errors not counted). */
+  events: number;
+  /** Of them, deletions. */
+  deleted: number;
+  /** Events dropped because their object's state was the one last handled (a re-list). */
+  unchanged: number;
 }
 
 export interface WatchOptions {
   /** Query parameters of the watch (a field selector). */
   query?: Record<string, string>;
-  /** Events handled at once (different objects); 1: strictly one at a time. */
+  /** Objects handled at once; 1: strictly one at a time. */
   concurrency?: number;
 }
 
-/** Events of one object share a key: its namespace and name (a reused name keeps its order). */
-function objectKey(object: unknown): string {
-  const meta = (object as { metadata?: { namespace?: unknown; name?: unknown } } | null)?.metadata;
-  return `${String(meta?.namespace ?? '')}/${String(meta?.name ?? '')}`;
+/** An object's latest event: what its handling gets (DELETED once a deletion was seen). */
+interface Latest {
+  type: string;
+  object: unknown;
+  resourceVersion: string | undefined;
+}
+
+interface Meta {
+  uid?: unknown;
+  namespace?: unknown;
+  name?: unknown;
+  resourceVersion?: unknown;
+}
+
+const metaOf = (object: unknown): Meta => (object as { metadata?: Meta } | null)?.metadata ?? {};
+
+/**
+ * An object's key is its UID: a name reused by a new object (a StatefulSet's pod, a Node
+ * registered again) is another object, whose handling neither waits for nor absorbs the old one's
+ * deletion. netlease's state is per UID too (lease ids, NewestSeen).
+ */
+function objectKey(meta: Meta): string {
+  if (typeof meta.uid === 'string' && meta.uid) return meta.uid;
+  return `${String(meta.namespace ?? '')}/${String(meta.name ?? '')}`;
 }
 
 export function watchForever(
@@ -29,35 +71,64 @@ export function watchForever(
   options: WatchOptions = {},
 ): WatchLoop {
   let stopped = false;
-  let abort: AbortController | undefined;
+  let connection: WatchConnection | undefined;
   let retry: NodeJS.Timeout | undefined;
-  const events = new ObjectQueue(options.concurrency ?? 1);
   let backoffMs = 500;
-  const watch = new clients.kube.Watch(clients.config);
+  const stats: WatchStats = { opened: 0, events: 0, deleted: 0, unchanged: 0 };
+  const silenceS = clients.timeouts.watchSilenceSeconds;
   // After stop(), what fails is our own abort or an event already in hand: not worth a warning.
   const report = (err: unknown) => {
     if (!stopped) onError(kubeApiError(err));
   };
+  const handled = new NewestSeen(); // per key, the resourceVersion last handled
+  const queue = new ObjectQueue<Latest>({
+    concurrency: options.concurrency ?? 1,
+    // A UID once deleted does not come back: nothing after its deletion replaces it.
+    merge: (waiting, next) => (waiting.type === 'DELETED' ? waiting : next),
+    handle: async (key, latest) => {
+      try {
+        await handle(latest.type, latest.object);
+      } finally {
+        handled.forget(key); // failed: a re-list handles it again; deleted: it is gone
+      }
+      if (latest.type !== 'DELETED') handled.admit(key, latest.resourceVersion);
+    },
+    onError: report,
+  });
+
+  const onEvent = (type: string, object: unknown) => {
+    backoffMs = 500;
+    if (type === 'BOOKMARK') return;
+    if (type === 'ERROR') return report(kubeStatusError(object)); // the server ends the watch next
+    stats.events++;
+    if (type === 'DELETED') stats.deleted++;
+    const meta = metaOf(object);
+    const key = objectKey(meta);
+    const resourceVersion = typeof meta.resourceVersion === 'string' ? meta.resourceVersion : undefined;
+    if (type !== 'DELETED' && handled.holds(key, resourceVersion)) {
+      stats.unchanged++;
+      return;
+    }
+    queue.add(key, { type, object, resourceVersion });
+  };
+
   const open = async (): Promise<void> => {
     if (stopped) return;
-    try {
-      abort = await watch.watch(
-        path,
-        { allowWatchBookmarks: true, ...options.query },
-        (type: string, object: unknown) => {
-          backoffMs = 500;
-          events.push(objectKey(object), () => handle(type, object), report);
-        },
-        (err: unknown) => {
-          if (err) report(err);
-          reopen();
-        },
-      );
-      if (stopped) abort.abort(); // stopped while it was opening
-    } catch (err) {
-      report(err);
+    const mine = new WatchConnection(clients, silenceS * 1000, () =>
+      end(new Error(`watch ${path}: no event or bookmark in ${silenceS} s`)),
+    );
+    /** This connection's end (an error, or null: closed by the server): reopen, once. */
+    const end = (err: unknown) => {
+      if (connection !== mine || stopped) return;
+      mine.close();
+      connection = undefined;
+      if (err) report(err);
       reopen();
-    }
+    };
+    connection = mine;
+    stats.opened++;
+    const query = { allowWatchBookmarks: true, ...options.query };
+    await mine.open(path, query, onEvent, end).catch(end);
   };
   const reopen = () => {
     if (stopped) return;
@@ -69,7 +140,12 @@ export function watchForever(
     stop() {
       stopped = true;
       clearTimeout(retry);
-      abort?.abort();
+      connection?.close();
+      queue.clear(); // what waits is no longer ours to do (another holder, or a new reconcile)
     },
+    get pending() {
+      return queue.size;
+    },
+    stats,
   };
 }

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { NodeAgentConfigSchema, type TemporalConnectionSchema } from '../domain/config';
-import { connectKube, type CoreApi } from '../kubernetes/kube';
+import { connectKube, kubeCall, type KubeClients } from '../kubernetes/kube';
 import { startControllers } from './controllers';
 import { startLocalKube, type LocalKube } from './kube-apiserver';
 import { linkNodes } from './node-fabric';
@@ -56,9 +56,10 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-async function nodeReady(core: CoreApi, name: string): Promise<boolean> {
+async function nodeReady({ core, timeouts }: KubeClients, name: string): Promise<boolean> {
   try {
-    const node = await core.readNode({ name });
+    const ms = timeouts.callSeconds * 1000;
+    const node = await kubeCall(`reading node ${name}`, ms, (options) => core.readNode({ name }, options));
     return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   } catch {
     return false;
@@ -143,9 +144,9 @@ export async function startCluster(options: ClusterOptions): Promise<LocalCluste
     for (const index of options.nodes.keys()) nodes.push(await startClusterNode(options, kube, index));
     const [a, b] = nodes;
     if (a && b) await linkNodes(a.hostNetns, b.hostNetns, options.pool.cidrs);
-    const { core } = await connectKube(kube.kubeconfig);
+    const clients = await connectKube(kube.kubeconfig);
     for (const { real } of nodes)
-      if (!(await waitFor(() => nodeReady(core, real.nodeName), 120_000, 500)))
+      if (!(await waitFor(() => nodeReady(clients, real.nodeName), 120_000, 500)))
         throw new Error(`node ${real.nodeName} did not become Ready (kubelet log: see the cluster's log)`);
   } catch (err) {
     await stop();

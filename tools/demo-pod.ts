@@ -4,7 +4,7 @@
 //   node dist/tools/demo-pod.js delete <name>    delete it (grace period 0)
 import { join } from 'node:path';
 import { hostNodeName } from '../kubernetes/node-name';
-import { connectKube, kubeApiError } from '../kubernetes/kube';
+import { connectKube, kubeApiError, kubeCall, type KubeCallOptions } from '../kubernetes/kube';
 import { errorMessage } from '../observability/log';
 
 const kubeconfig = process.env.KUBECONFIG ?? join(__dirname, '..', '..', '.netlease', 'kube', 'kubeconfig');
@@ -13,15 +13,15 @@ const namespace = 'default';
 async function main(): Promise<void> {
   const [verb, name] = process.argv.slice(2);
   if (!verb || !name) throw new Error('usage: demo-pod create|running|delete <name>');
-  const { core } = await connectKube(kubeconfig);
+  const { core, timeouts } = await connectKube(kubeconfig);
+  const call = <T>(what: string, request: (options: KubeCallOptions) => Promise<T>) =>
+    kubeCall(`${what} pod ${namespace}/${name}`, timeouts.callSeconds * 1000, request);
   if (verb === 'create') {
-    const pod = await core.createNamespacedPod({
-      namespace,
-      body: {
-        metadata: { name },
-        spec: { nodeName: hostNodeName(), containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
-      },
-    });
+    const body = {
+      metadata: { name },
+      spec: { nodeName: hostNodeName(), containers: [{ name: 'c', image: 'registry.invalid/pause:1' }] },
+    };
+    const pod = await call('creating', (options) => core.createNamespacedPod({ namespace, body }, options));
     const uid = pod.metadata?.uid ?? '';
     console.log(`pod ${namespace}/${name} uid ${uid} on node ${hostNodeName()}. Call the shim:\n`);
     console.log(
@@ -30,12 +30,18 @@ async function main(): Promise<void> {
     console.log(`  CNI_ARGS='K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_UID=${uid}' \\`);
     console.log('    ./bin/netlease < deploy/dev/netconf.json');
   } else if (verb === 'running') {
-    const pod = await core.readNamespacedPodStatus({ name, namespace });
+    const pod = await call('reading', (options) =>
+      core.readNamespacedPodStatus({ name, namespace }, options),
+    );
     pod.status = { ...pod.status, phase: 'Running' };
-    await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+    await call('updating', (options) =>
+      core.replaceNamespacedPodStatus({ name, namespace, body: pod }, options),
+    );
     console.log(`pod ${namespace}/${name} is Running`);
   } else if (verb === 'delete') {
-    await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+    await call('deleting', (options) =>
+      core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }, options),
+    );
     console.log(`pod ${namespace}/${name} deleted`);
   } else {
     throw new Error(`unknown verb ${verb}`);

@@ -258,12 +258,15 @@ async function withKubernetes(config: NetleaseConfig, log: number, children: Tra
   const kube = await startLocalKube({ dir: join(stateDir, 'kube'), logFd: log });
   children.push(...kube.processes);
   save();
-  const { core } = await connectKube(kube.kubeconfig);
+  const { core, timeouts } = await connectKube(kube.kubeconfig);
+  const name = hostNodeName();
+  const ms = timeouts.callSeconds * 1000;
   try {
-    await kubeCall(() => core.readNode({ name: hostNodeName() }));
+    await kubeCall(`reading node ${name}`, ms, (options) => core.readNode({ name }, options));
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    await kubeCall(() => core.createNode({ body: { metadata: { name: hostNodeName() } } }));
+    const body = { metadata: { name } };
+    await kubeCall(`creating node ${name}`, ms, (options) => core.createNode({ body }, options));
   }
   return {
     ...config,

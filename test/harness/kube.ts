@@ -3,12 +3,30 @@
 // delete the way a cluster does: gracefully (a bound pod stays Terminating until its kubelet,
 // here the test, deletes it with grace 0) and held by finalizers until they are removed.
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
 
 export function kubeconfigPath(): string {
   const path = process.env.NETLEASE_TEST_KUBECONFIG;
   if (!path) throw new Error('NETLEASE_TEST_KUBECONFIG is not set: run tests through jest (global setup)');
   return path;
+}
+
+/** The API server's host:port, as the test kubeconfig names it. */
+export function apiServerAddress(): string {
+  const server = /"server": "https:\/\/([^"]+)"/.exec(readFileSync(kubeconfigPath(), 'utf8'))?.[1];
+  if (!server) throw new Error('no server address in the test kubeconfig');
+  return server;
+}
+
+/** A kubeconfig like the test's that reaches the API server at `address` (a proxy); its path. */
+export function kubeconfigThrough(address: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'netlease-kubeconfig-')), 'kubeconfig');
+  const config = readFileSync(kubeconfigPath(), 'utf8');
+  writeFileSync(file, config.replace(`https://${apiServerAddress()}`, `https://${address}`));
+  return file;
 }
 
 export interface TestCluster {
@@ -19,6 +37,8 @@ export interface TestCluster {
   deleteNode(name: string, how?: Deletion): Promise<void>;
   createPod(name: string, nodeName: string, options?: ObjectOptions): Promise<string>;
   setPodPhase(name: string, phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed'): Promise<void>;
+  /** One update (one MODIFIED event) that changes nothing netlease reads; the new resourceVersion. */
+  labelPod(name: string, value: string): Promise<number>;
   /** Grace 0 by default (what the kubelet does last); `graceful`: the pod stays Terminating. */
   deletePod(name: string, how?: Deletion): Promise<void>;
   /** Removes every finalizer: a Terminating object then goes away. */
@@ -89,6 +109,11 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
       const pod = await core.readNamespacedPodStatus({ name, namespace });
       pod.status = { ...pod.status, phase };
       await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+    },
+    async labelPod(name, value) {
+      const body = [{ op: 'add', path: '/metadata/labels', value: { step: value } }];
+      const pod = await core.patchNamespacedPod({ name, namespace, body }, jsonPatch(clients));
+      return Number(pod.metadata?.resourceVersion ?? 0);
     },
     async deletePod(name, how) {
       await core.deleteNamespacedPod({ name, namespace, ...graceOf(how) });

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
-import { connectKube, isNotFound, KubeApiError, kubeApiError } from '../../kubernetes/kube';
+import { connectKube, isNotFound, KubeApiError, kubeApiError, kubeStatusError } from '../../kubernetes/kube';
 import { errorMessage } from '../../observability/log';
 import { runToEnd, waitFor } from '../../tools/processes';
 import { watchForever } from '../../kubernetes/watch-loop';
@@ -49,6 +49,17 @@ test('a conflict keeps its code and the server message', async () => {
   expect(isNotFound(conflict)).toBe(false);
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
   expect(kubeApiError(refused)).toBe(refused); // not the API server's answer: left as it is
+});
+
+test("a watch's ERROR event (a Status, as for an expired resourceVersion) makes the same line", () => {
+  const expired = {
+    kind: 'Status',
+    code: 410,
+    reason: 'Expired',
+    message: 'too old resource version: 5 (9)',
+  };
+  expect(kubeStatusError(expired).message).toBe('kubernetes 410 Expired: too old resource version: 5 (9)');
+  expect(kubeStatusError({ code: 500 }).message).toBe('kubernetes 500 Internal Server Error');
 });
 
 test("a body that is no Status (a proxy's HTML page) still makes one line", async () => {

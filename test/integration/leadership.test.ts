@@ -7,9 +7,13 @@ import { performance } from 'node:perf_hooks';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { holdLeadership, type Leadership } from '../../kubernetes/leadership';
 import { startTracked, stopPid, waitFor } from '../../tools/processes';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
+import {
+  apiServerAddress,
+  kubeconfigPath,
+  kubeconfigThrough,
+  testCluster,
+  type TestCluster,
+} from '../harness/kube';
 import { tcpProxy } from '../harness/tcp-proxy';
 import { uniqueName } from '../harness/temporal';
 
@@ -122,15 +126,10 @@ test('a holder cut off from the API stops leading before another may take over',
 
 test('a holder whose API connection goes silent stops leading in time, and stops at once', async () => {
   const name = uniqueName('lease');
-  const config = readFileSync(kubeconfigPath(), 'utf8');
-  const server = /"server": "https:\/\/([^"]+)"/.exec(config)?.[1];
-  if (!server) throw new Error('no server address in the test kubeconfig');
-  const proxy = await tcpProxy(server);
+  const proxy = await tcpProxy(apiServerAddress());
   try {
-    const file = join(tmpdir(), `${name}-kubeconfig`);
-    writeFileSync(file, config.replace(`https://${server}`, `https://${proxy.address}`));
     const active = { now: 0, max: 0 };
-    const silent = contender(await connectKube(file), name, 'silent', active);
+    const silent = contender(await connectKube(kubeconfigThrough(proxy.address)), name, 'silent', active);
     expect(await waitFor(() => silent.leadership.leading, 10_000)).toBe(true);
     proxy.stall(); // its keep-alive connection and any new one hang: no error ever comes
     const stalledAt = performance.now();

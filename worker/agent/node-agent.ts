@@ -177,12 +177,12 @@ async function preProduceFor(
 ): Promise<PreProducer | undefined> {
   if (!config.preProduce || !config.kubernetes) return undefined;
   logConflistAgreement(config.preProduce, log);
-  const kube = await connectKube(config.kubernetes.kubeconfig);
+  const kube = await connectKube(config.kubernetes.kubeconfig, config.kubernetes.timeouts);
   const producer = startPreProducing({
     client,
     offers,
     kube,
-    reader: new ClusterReader(kube.core),
+    reader: new ClusterReader(kube.core, kube.timeouts),
     nodeName,
     taskQueue: config.temporal.taskQueue,
     settings: config.preProduce,

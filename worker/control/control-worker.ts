@@ -32,8 +32,9 @@ export async function createControlWorker(
   const { namespace, taskQueue } = config.temporal;
   const nativeConnection = await connectWorkerConnection(config.temporal);
   const client = await connectClient(config.temporal);
-  const kube = config.kubernetes ? await connectKube(config.kubernetes.kubeconfig) : undefined;
-  const reader = kube ? new ClusterReader(kube.core) : undefined;
+  const { kubernetes } = config;
+  const kube = kubernetes ? await connectKube(kubernetes.kubeconfig, kubernetes.timeouts) : undefined;
+  const reader = kube ? new ClusterReader(kube.core, kube.timeouts) : undefined;
   // Before any ADD: the node agents refuse a pool with no open pool workflow (temporal/pools).
   await openPoolWorkflows(client, config);
   const worker = await Worker.create({

@@ -1,0 +1,102 @@
+// A watch that reopens (the server ended it, an expiry, a connection gone silent) lists every pod
+// again as ADDED. A pod whose state the watcher already handled costs nothing beyond its event: no
+// quorum read, no lease read or listing, no signal; a pod that changed meanwhile is still handled.
+// The pod watcher as the control worker runs it (PodEvents on the watch loop), against the real
+// kube-apiserver through a proxy the test cuts, and the real Temporal server.
+import { ClusterReader } from '../../kubernetes/cluster-reader';
+import { connectKube } from '../../kubernetes/kube';
+import { watchForever, type WatchLoop } from '../../kubernetes/watch-loop';
+import { waitFor } from '../../tools/processes';
+import { PodEvents } from '../../worker/control/watchers/pod-events';
+import { countingClient } from '../harness/counting-client';
+import { expectReplayed } from '../harness/replay';
+import { apiServerAddress, kubeconfigThrough } from '../harness/kube';
+import { Scenario } from '../harness/scenario';
+import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
+import { uniqueName } from '../harness/temporal';
+
+const PODS = 6;
+let scenario: Scenario;
+let proxy: TcpProxy;
+let loop: WatchLoop | undefined;
+beforeAll(async () => {
+  scenario = await Scenario.create('relist', { watch: false }); // the test runs the watcher
+  proxy = await tcpProxy(apiServerAddress());
+});
+afterAll(async () => {
+  loop?.stop();
+  await proxy?.close();
+  await scenario?.close();
+});
+
+/** podRunning signals each lease received, from its history. */
+async function podRunningSignals(uids: string[]): Promise<number> {
+  let count = 0;
+  for (const uid of uids) {
+    const history = await scenario.lease(uid).fetchHistory();
+    for (const event of history.events ?? [])
+      if (event.workflowExecutionSignaledEventAttributes?.signalName === 'podRunning') count++;
+  }
+  return count;
+}
+
+test('a re-list costs nothing for pods already handled, and still handles a pod that changed', async () => {
+  const { cluster } = scenario;
+  const node = uniqueName('node');
+  await cluster.createNode(node);
+  const uids: string[] = [];
+  for (let i = 0; i < PODS; i++) {
+    const uid = await cluster.createPod(`pod-${i}`, node);
+    await scenario.add(`pod-${i}`, uid, node);
+    await cluster.setPodPhase(`pod-${i}`, 'Running');
+    uids.push(uid);
+  }
+  const clients = await connectKube(kubeconfigThrough(proxy.address));
+  const reader = new ClusterReader(clients.core, clients.timeouts);
+  const quorumReads = jest.spyOn(reader, 'readPod'); // counts, and reads for real
+  const { client, calls } = await countingClient();
+  const pods = new PodEvents(reader, client, scenario.temporal.taskQueue);
+  const errors: unknown[] = [];
+  const path = `/api/v1/namespaces/${cluster.namespace}/pods`;
+  loop = watchForever(
+    clients,
+    path,
+    (t, o) => pods.handle(t, o),
+    (e) => errors.push(e),
+    { concurrency: 16 },
+  );
+  const watching = loop;
+
+  // The first list: each pod is handled once, and its lease hears that it is Running.
+  for (const uid of uids) await scenario.waitForPhase(uid, 'Running');
+  expect(await waitFor(() => watching.pending === 0, 30_000)).toBe(true);
+  expect(await podRunningSignals(uids)).toBe(PODS);
+  const before = { reads: quorumReads.mock.calls.length, calls: new Map(calls), events: loop.stats.events };
+
+  // The connection drops; while the watch is away one pod ends. The reopened watch lists all.
+  proxy.refuse();
+  await cluster.setPodPhase('pod-0', 'Failed');
+  await proxy.restore();
+  expect(await waitFor(() => watching.stats.events >= before.events + PODS, 30_000)).toBe(true);
+  expect(await waitFor(() => watching.pending === 0, 30_000)).toBe(true);
+  expect((await scenario.waitForPhase(uids[0] as string, 'Released')).releaseReason).toBe(
+    `watcher: pod ${cluster.namespace}/pod-0 is Failed`,
+  );
+
+  const since = (method: string) => (calls.get(method) ?? 0) - (before.calls.get(method) ?? 0);
+  // Only the pod that changed cost a quorum read, a lease read, a listing and a signal (its release).
+  expect(quorumReads.mock.calls.length - before.reads).toBe(1);
+  expect(since('DescribeWorkflowExecution')).toBe(1);
+  expect(since('ListWorkflowExecutions')).toBe(1);
+  expect(since('SignalWorkflowExecution')).toBe(1);
+  expect(loop.stats.unchanged).toBe(PODS - 1);
+  expect(await podRunningSignals(uids)).toBe(PODS);
+  // Reported: only the dropped connection, no handling.
+  const dropped = /Premature close|ECONNRESET|ECONNREFUSED|socket hang up/;
+  expect(errors.map(String).filter((e) => !dropped.test(e))).toEqual([]);
+  await client.connection.close();
+}, 180_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(scenario.temporal, PODS);
+});
