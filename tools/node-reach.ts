@@ -187,6 +187,7 @@ export async function reachPods(
 ): Promise<PodReach> {
   await removeLeftovers(log);
   const nodes = hostNetns.map((ns, i) => ({ hostNetns: ns, link: machineLinkOf(ns), nodeIp: nodeIpOf(i) }));
+  for (const node of nodes) refuseLiveOwner(node.link); // before our record could replace its
   const { record, save, remove } = newRecord(nodes[0]?.link ?? 'none');
   const mirrors: Mirror[] = [];
   const stop = async () => {
@@ -196,10 +197,12 @@ export async function reachPods(
   };
   try {
     save();
-    await claimPoolRanges(poolCidrs, (cidr) => (record.unreachable.push(cidr), save()));
+    await claimPoolRanges(poolCidrs, (cidr) => {
+      record.unreachable.push(cidr);
+      save();
+    });
     const pool = poolCidrs.map((cidr) => parsePrefix(cidr));
     for (const node of nodes) {
-      refuseLiveOwner(node.link);
       await deleteLink(undefined, node.link); // ours by name: a previous run's whose record is lost
       record.links.push(node.link);
       save();
