@@ -23,7 +23,15 @@ export const LinkSchema = z
 export type Link = z.infer<typeof LinkSchema>;
 
 export const RouteEntrySchema = z
-  .object({ dst: z.string(), gateway: z.string().optional(), dev: z.string().optional() })
+  .object({
+    dst: z.string(),
+    gateway: z.string().optional(),
+    dev: z.string().optional(),
+    /** Absent for unicast; `unreachable`, `blackhole`, `local`, ... */
+    type: z.string().optional(),
+    /** Who added it: `kernel` for an address's own route; absent for `boot` (ip's default). */
+    protocol: z.string().optional(),
+  })
   .passthrough();
 export type RouteEntry = z.infer<typeof RouteEntrySchema>;
 

@@ -65,8 +65,10 @@ export class ClusterReader {
   /** The pods bound to one node, page by page (quorum): what its compensation judges leases by. */
   listPodsOnNode(nodeName: string): Promise<PodFact[]> {
     const fieldSelector = `spec.nodeName=${nodeName}`;
-    return paginate(
-      (token) => this.core.listPodForAllNamespaces({ fieldSelector, limit: PAGE, _continue: token }),
+    return this.paginate(
+      `listing the pods of node ${nodeName}`,
+      (token, options) =>
+        this.core.listPodForAllNamespaces({ fieldSelector, limit: PAGE, _continue: token }, options),
       (item) => podFact(PodSchema.parse(item)),
       () => undefined,
     );

@@ -5,16 +5,20 @@
 # controllers, and the node's images (`npm test` and `npm start -- --cluster` ask for it).
 # `--production` adds the production-shaped Temporal (tools/temporal-production.ts): PostgreSQL from
 # Debian, the Temporal server and its schema tool (`npm test`, `npm start -- --temporal production`).
+# `--conformance` adds to `--cluster` what `npm run conformance` needs: Kubernetes' e2e.test and
+# agnhost, and Debian's curl and netcat-openbsd for the agnhost image (tools/conformance-images.ts).
 set -eu
 cd "$(dirname "$0")/.."
 say() { printf 'netlease: %s\n' "$*"; }
 cluster=""
 production=""
+conformance=""
 for arg in "$@"; do
   case "$arg" in
     --cluster) cluster=1 ;;
     --production) production=1 ;;
-    *) say "unknown argument $arg (known: --cluster, --production)"; exit 2 ;;
+    --conformance) conformance=1; cluster=1 ;;
+    *) say "unknown argument $arg (known: --cluster, --production, --conformance)"; exit 2 ;;
   esac
 done
 
@@ -41,6 +45,10 @@ if [ -n "$cluster" ]; then
   command -v runc >/dev/null 2>&1 || missing="$missing runc"
   dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing="$missing busybox-static"
   command -v gcc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
+fi
+if [ -n "$conformance" ]; then
+  command -v curl >/dev/null 2>&1 || missing="$missing curl"
+  command -v nc.openbsd >/dev/null 2>&1 || missing="$missing netcat-openbsd"
 fi
 if [ -n "$production" ]; then
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$missing postgresql"
@@ -103,6 +111,6 @@ if [ ! -x "$shim" ] || [ -n "$(find cni/shim -newer "$shim" -type f -print -quit
   (cd cni/shim && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o ../../"$shim" .)
 fi
 
-node dist/tools/programs.js ${NETLEASE_PROGRAMS:-default} ${cluster:+cluster} ${production:+production}
+node dist/tools/programs.js ${NETLEASE_PROGRAMS:-default} ${cluster:+cluster} ${production:+production} ${conformance:+conformance}
 [ -z "$cluster" ] || node dist/tools/node-images.js
 say "set-up complete"

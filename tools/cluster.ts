@@ -3,8 +3,10 @@
 // (tools/controllers), and one or two nodes, each containerd + kubelet (tools/real-node), whose
 // CNI calls go to netlease: the conflist install-cni wrote names the node's agent, which the caller
 // runs with the node's `agentConfig` (npm start supervises it; a test may kill it). Two nodes are
-// joined by tools/node-fabric, so pods reach each other across them. Everything listens on loopback.
-import { mkdirSync, writeFileSync } from 'node:fs';
+// joined by tools/node-fabric, so pods reach each other across them. The machine reaches each
+// node's pods, and no other address of the pool (tools/node-reach); each kubelet serves on its
+// node's IP there, every other server on loopback.
+import { mkdirSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { NodeAgentConfigSchema, type TemporalConnectionSchema } from '../domain/config';
@@ -12,6 +14,7 @@ import { connectKube, kubeCall, type KubeClients } from '../kubernetes/kube';
 import { startControllers } from './controllers';
 import { startLocalKube, type LocalKube } from './kube-apiserver';
 import { linkNodes } from './node-fabric';
+import { reachPods, type NodeReach } from './node-reach';
 import { startRealNode, type RealNode } from './real-node';
 import { stopPid, waitFor, type Tracked } from './processes';
 
@@ -39,6 +42,8 @@ export interface ClusterOptions {
 export interface ClusterNode {
   real: RealNode;
   hostNetns: string;
+  /** The machine's link into `hostNetns` and the node's IP (tools/node-reach). */
+  reach: NodeReach;
   /** The node agent's config file (`node-agent.js --config <it>`). */
   agentConfig: string;
   /** The agent's CNI socket (there once the agent serves). */
@@ -52,7 +57,10 @@ export interface LocalCluster {
   nodes: ClusterNode[];
   /** The servers, in the order they started, then each node's (those running now). */
   readonly processes: Tracked[];
-  /** The nodes, the controllers, then etcd and kube-apiserver; mounts and namespaces removed. */
+  /**
+   * The nodes, the controllers, then etcd and kube-apiserver; mounts and namespaces removed, and
+   * what the machine's namespace gained (links, routes).
+   */
   stop(): Promise<void>;
 }
 
@@ -99,6 +107,7 @@ async function startClusterNode(
   options: ClusterOptions,
   kube: LocalKube,
   index: number,
+  reach: NodeReach,
 ): Promise<ClusterNode> {
   const spec = options.nodes[index];
   if (!spec) throw new Error(`no node ${index}`);
@@ -109,6 +118,7 @@ async function startClusterNode(
     dir: nodeDir,
     nodeName: spec.nodeName,
     kubeconfig: kube.kubeconfig,
+    nodeIp: reach.nodeIp,
     network: {
       name: options.network ?? 'netlease',
       mode: 'ptp',
@@ -123,6 +133,7 @@ async function startClusterNode(
   return {
     real,
     hostNetns: spec.hostNetns,
+    reach,
     ...writeAgentConfig(options, kube.kubeconfig, nodeDir, spec, real.conflist),
   };
 }
@@ -130,18 +141,30 @@ async function startClusterNode(
 export async function startCluster(options: ClusterOptions): Promise<LocalCluster> {
   if (options.nodes.length < 1 || options.nodes.length > 2)
     throw new Error(`a local cluster has one or two nodes, not ${options.nodes.length} (tools/node-fabric)`);
-  const kubeDir = join(options.dir, 'kube');
-  const kube = await startLocalKube({ dir: kubeDir, logFd: options.logFd });
-  const servers: Tracked[] = [...kube.processes].reverse(); // etcd first
+  const log = (line: string) =>
+    options.logFd === undefined ? console.log(line) : writeSync(options.logFd, `${line}\n`);
+  // First: a pool another run holds (PoolRangeTaken) is refused before anything starts.
+  const reach = await reachPods(
+    options.nodes.map((n) => n.hostNetns),
+    options.pool.cidrs,
+    log,
+  );
+  const servers: Tracked[] = [];
   const nodes: ClusterNode[] = [];
   const stop = async () => {
     for (const node of nodes) await node.real.stop();
     for (const p of [...servers].reverse()) await stopPid(p.pid);
+    await reach.stop();
   };
+  let kube: LocalKube;
   try {
+    const kubeDir = join(options.dir, 'kube');
+    kube = await startLocalKube({ dir: kubeDir, logFd: options.logFd });
+    servers.push(...[...kube.processes].reverse()); // etcd first
     servers.push(...(await startControllers({ kube, kubeDir, dir: options.dir, logFd: options.logFd })));
     // One after the other: a failed start stops exactly the nodes that started.
-    for (const index of options.nodes.keys()) nodes.push(await startClusterNode(options, kube, index));
+    for (const [index, nodeReach] of reach.nodes.entries())
+      nodes.push(await startClusterNode(options, kube, index, nodeReach));
     const [a, b] = nodes;
     if (a && b) await linkNodes(a.hostNetns, b.hostNetns, options.pool.cidrs);
     const clients = await connectKube(kube.kubeconfig);

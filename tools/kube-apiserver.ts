@@ -108,6 +108,8 @@ export async function startLocalKube(options: LocalKubeOptions): Promise<LocalKu
       `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
       '--service-account-issuer=https://netlease.local',
       '--allow-privileged=true',
+      // A local node's Hostname resolves nowhere; its InternalIP is where its kubelet serves.
+      '--kubelet-preferred-address-types=InternalIP',
       '--v=0',
     ],
     { stdio },

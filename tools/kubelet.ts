@@ -1,5 +1,5 @@
-// A real kubelet for one node of the local cluster: its own root dir and ports, listening on
-// 127.0.0.1, talking CRI to the node's containerd, registered under the node's name. Settings for
+// A real kubelet for one node of the local cluster: its own root dir and ports, serving on the
+// node's IP (tools/node-reach: an address of the machine that pods have no route to), talking CRI to the node's containerd, registered under the node's name. Settings for
 // this machine (cgroup v1 without systemd, root without CAP_SYS_RESOURCE, swap allowed): no QoS
 // cgroups, no node-allocatable enforcement, no cloud.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,8 @@ export interface KubeletOptions {
   /** A kubeconfig with rights on Nodes and Pods (the dev cluster's admin token). */
   kubeconfig: string;
   containerdSocket: string;
+  /** The node's InternalIP, where the kubelet serves (the apiserver's exec, logs); else loopback. */
+  nodeIp?: string;
   logFd?: number;
 }
 
@@ -28,13 +30,13 @@ async function kubeletConfig(options: KubeletOptions): Promise<object> {
   return {
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',
-    address: '127.0.0.1',
+    address: options.nodeIp ?? '127.0.0.1',
     port: await freePort(),
     readOnlyPort: 0,
     healthzBindAddress: '127.0.0.1',
     healthzPort: await freePort(),
-    // The apiserver has no kubelet client certificate: nothing calls the kubelet but loopback.
-    authentication: { anonymous: { enabled: false }, webhook: { enabled: false } },
+    // The apiserver has no kubelet client certificate; only the machine reaches the node's IP.
+    authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
     authorization: { mode: 'AlwaysAllow' },
     containerRuntimeEndpoint: `unix://${options.containerdSocket}`,
     podLogsDir: join(options.dir, 'pod-logs'),
@@ -67,6 +69,7 @@ export async function startKubelet(options: KubeletOptions): Promise<Kubelet> {
       `--root-dir=${rootDir}`,
       `--cert-dir=${join(rootDir, 'pki')}`,
       `--hostname-override=${options.nodeName}`,
+      ...(options.nodeIp ? [`--node-ip=${options.nodeIp}`] : []),
       // This cgroup v1 host has no systemd; QoS cgroups and allocatable enforcement need cgroup
       // settings root cannot make here; swap may be on.
       '--cgroup-driver=cgroupfs',

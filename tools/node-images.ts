@@ -34,7 +34,7 @@ const OCI = 'application/vnd.oci.image';
 const imageDir = () => join(cacheRoot(), 'images');
 const archiveOf = (ref: string) => join(imageDir(), `${ref.replace(/[/:]/g, '_')}.oci.tar`);
 
-function run(command: string, args: string[]): string {
+export function run(command: string, args: string[]): string {
   const result = spawnSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (result.status !== 0)
     throw new Error(`${command} ${args.join(' ')} failed (exit ${result.status}): ${result.stderr.trim()}`);
@@ -71,8 +71,15 @@ function putBlob(layout: string, mediaType: string, content: Buffer): Blob {
 
 const json = (value: object) => Buffer.from(JSON.stringify(value));
 
-/** Packs `rootfs` as an OCI archive of one layer, named `ref`, running `entrypoint`. */
-function packImage(ref: string, rootfs: string, entrypoint: string[], work: string): void {
+/** What an image runs: its entrypoint, the arguments it gets when a pod gives none, its PATH. */
+export interface ImageConfig {
+  entrypoint: string[];
+  cmd?: string[];
+  path?: string;
+}
+
+/** Packs `rootfs` as an OCI archive of one layer, named `ref`. */
+function packImage(ref: string, rootfs: string, image: ImageConfig, work: string): void {
   const layout = join(work, 'layout');
   mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
   const layerTar = join(work, 'layer.tar');
@@ -84,7 +91,11 @@ function packImage(ref: string, rootfs: string, entrypoint: string[], work: stri
     json({
       architecture: 'amd64',
       os: 'linux',
-      config: { Entrypoint: entrypoint, Env: ['PATH=/bin'] },
+      config: {
+        Entrypoint: image.entrypoint,
+        ...(image.cmd ? { Cmd: image.cmd } : {}),
+        Env: [`PATH=${image.path ?? '/bin'}`],
+      },
       rootfs: { type: 'layers', diff_ids: [layer.digest] },
     }),
   );
@@ -109,32 +120,41 @@ function packImage(ref: string, rootfs: string, entrypoint: string[], work: stri
 }
 
 /** pause.c of the pinned kubernetes module, compiled statically: the sandbox's only process. */
-function pauseRootfs(rootfs: string): void {
+export function pauseRootfs(rootfs: string): void {
   const source = join(programModuleDir('kube-apiserver'), 'build', 'pause', 'linux', 'pause.c');
   run('gcc', ['-Os', '-static', '-Wall', '-DVERSION=v3.10-netlease', '-o', join(rootfs, 'pause'), source]);
   run('strip', [join(rootfs, 'pause')]);
 }
 
-/** Busybox and a link per applet in /bin: sh, sleep, ip, ping, ... */
-function busyboxRootfs(rootfs: string): void {
+/** Busybox and a link per applet in /bin (sh, sleep, ip, ping, ...) but those in `without`. */
+export function busyboxRootfs(rootfs: string, without: string[] = []): void {
   if (!existsSync(BUSYBOX)) throw new Error(`${BUSYBOX} is missing: install Debian's busybox-static`);
   const bin = join(rootfs, 'bin');
   mkdirSync(bin);
   writeFileSync(join(bin, 'busybox'), readFileSync(BUSYBOX), { mode: 0o755 });
   for (const applet of run(BUSYBOX, ['--list']).split('\n').filter(Boolean))
-    if (applet !== 'busybox') symlinkSync('busybox', join(bin, applet));
+    if (applet !== 'busybox' && !without.includes(applet)) symlinkSync('busybox', join(bin, applet));
   for (const dir of ['tmp', 'etc', 'proc', 'sys', 'dev']) mkdirSync(join(rootfs, dir));
 }
 
-const IMAGES: Array<{ ref: string; make: (rootfs: string) => void; entrypoint: string[] }> = [
+/** An image made here: its name, how its root filesystem is made, what it runs. */
+export interface ImageSpec extends ImageConfig {
+  ref: string;
+  make: (rootfs: string) => void;
+}
+
+const IMAGES: ImageSpec[] = [
   { ref: PAUSE_IMAGE, make: pauseRootfs, entrypoint: ['/pause'] },
-  { ref: BUSYBOX_IMAGE, make: busyboxRootfs, entrypoint: ['/bin/sh'] },
+  { ref: BUSYBOX_IMAGE, make: (rootfs) => busyboxRootfs(rootfs), entrypoint: ['/bin/sh'] },
 ];
 
-/** The archives, built when missing (each takes a second or two). */
-export function ensureNodeImages(): NodeImage[] {
+/** The node's archives, built when missing (each takes a second or two). */
+export const ensureNodeImages = (): NodeImage[] => ensureImages(IMAGES);
+
+/** The archives of `specs`, each built when missing. */
+export function ensureImages(specs: ImageSpec[]): NodeImage[] {
   mkdirSync(imageDir(), { recursive: true });
-  return IMAGES.map(({ ref, make, entrypoint }) => {
+  return specs.map(({ ref, make, ...image }) => {
     const file = archiveOf(ref);
     if (existsSync(file)) return { ref, file };
     console.log(`netlease: building the image ${ref} (once; cached in ${file})`);
@@ -143,7 +163,7 @@ export function ensureNodeImages(): NodeImage[] {
       const rootfs = join(work, 'rootfs');
       mkdirSync(rootfs);
       make(rootfs);
-      packImage(ref, rootfs, entrypoint, work);
+      packImage(ref, rootfs, image, work);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

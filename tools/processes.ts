@@ -103,7 +103,7 @@ export function cmdlineOf(pid: number | 'self'): string {
 }
 
 /** A process that records its children: its PID with its command line, to tell a reused PID. */
-const ProcessRecordSchema = z.object({ pid: z.number().int().positive(), cmdline: z.string() });
+export const ProcessRecordSchema = z.object({ pid: z.number().int().positive(), cmdline: z.string() });
 export type ProcessRecord = z.infer<typeof ProcessRecordSchema>;
 
 /** A PID file: the PIDs to stop (a bare array in older files) and who wrote them. */
@@ -128,9 +128,13 @@ export const thisProcess = (): ProcessRecord => ({ pid: process.pid, cmdline: cm
  */
 export function runningLauncher(pidFile: string): ProcessRecord | undefined {
   const { launcher } = readPidFile(pidFile);
-  if (!launcher || launcher.pid === process.pid || !isAlive(launcher.pid)) return undefined;
-  return cmdlineOf(launcher.pid) === launcher.cmdline ? launcher : undefined;
+  if (!launcher || launcher.pid === process.pid) return undefined;
+  return isRunning(launcher) ? launcher : undefined;
 }
+
+/** The recorded process still runs: its PID alive with the command line it had (not a reuse). */
+export const isRunning = (record: ProcessRecord): boolean =>
+  isAlive(record.pid) && cmdlineOf(record.pid) === record.cmdline;
 
 /**
  * Stops processes a previous run recorded in `pidFile` and left behind (a killed test run or

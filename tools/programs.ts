@@ -1,6 +1,7 @@
 // Pinned external programs, built once from the Go module proxy into a cache outside the work tree.
 // Usage: node dist/tools/programs.js [name|set ...]   (no names: the `default` set, what `npm test` and
-// `npm start` need; `cluster`: the real node's kubelet and controllers, see tools/cluster.ts)
+// `npm start` need; `cluster`: the real node's kubelet and controllers, see tools/cluster.ts;
+// `conformance`: Kubernetes' e2e.test and agnhost, see tools/conformance.ts)
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -14,17 +15,27 @@ export interface Program {
   /** The name `go install` gives the binary (its package's last element), when not `name`. */
   installedAs?: string;
   /**
-   * A wrapper module requiring `module@version`, then `go build` of `pkg`. `replaceStaging`: pin
-   * k8s.io/kubernetes' staging modules; `copyReplaces`: the module's own versioned `replace` lines.
+   * A wrapper module requiring `module@version`, then `go build` of `pkg` (`go test -c` when
+   * `test`: the package's test binary). `replaceStaging`: pin k8s.io/kubernetes' staging modules;
+   * `copyReplaces`: the module's own versioned `replace` lines. `dir`: the wrapper module's name
+   * in the cache, when programs built at different times share it.
    */
-  wrapper?: { module: string; pkg: string; replaceStaging?: boolean; copyReplaces?: boolean };
+  wrapper?: {
+    module: string;
+    pkg: string;
+    test?: boolean;
+    replaceStaging?: boolean;
+    copyReplaces?: boolean;
+    dir?: string;
+  };
   ldflags?: string;
   /**
    * Which set asks for it: `default` (absent) is built by every bootstrap, `cluster` by the real
    * node's (`npm test`, `npm start -- --cluster`), `production` by the production Temporal's
-   * (`npm test`, `npm start -- --temporal production`), `bench` only when asked for by name.
+   * (`npm test`, `npm start -- --temporal production`), `conformance` by `npm run conformance`,
+   * `bench` only when asked for by name.
    */
-  set?: 'cluster' | 'production' | 'bench';
+  set?: 'cluster' | 'production' | 'conformance' | 'bench';
 }
 
 const KUBE_VERSION = 'v1.34.4';
@@ -35,10 +46,15 @@ const KUBE_LDFLAGS = [
 ].join(' ');
 
 /** A program of k8s.io/kubernetes: they share one wrapper module and are built together. */
-const kubeProgram = (name: string, set?: 'cluster'): Program => ({
+const kubeProgram = (
+  name: string,
+  set?: 'cluster' | 'conformance',
+  pkg = `k8s.io/kubernetes/cmd/${name}`,
+  test?: boolean,
+): Program => ({
   name,
   version: KUBE_VERSION,
-  wrapper: { module: 'k8s.io/kubernetes', pkg: `k8s.io/kubernetes/cmd/${name}`, replaceStaging: true },
+  wrapper: { module: 'k8s.io/kubernetes', pkg, replaceStaging: true, dir: 'kubernetes', test },
   ldflags: KUBE_LDFLAGS,
   set,
 });
@@ -52,6 +68,9 @@ export const PROGRAMS: Program[] = [
   },
   kubeProgram('kube-apiserver'),
   ...['kubelet', 'kube-scheduler', 'kube-controller-manager'].map((name) => kubeProgram(name, 'cluster')),
+  // Kubernetes' own e2e binary (its test package) and the image program its specs run.
+  kubeProgram('e2e.test', 'conformance', 'k8s.io/kubernetes/test/e2e', true),
+  kubeProgram('agnhost', 'conformance', 'k8s.io/kubernetes/test/images/agnhost'),
   // The production-shaped Temporal (tools/temporal-production.ts): the server and its schema tool.
   ...[
     ['temporal-server', 'server'],
@@ -84,6 +103,7 @@ export const PROGRAMS: Program[] = [
 export const DEFAULT_PROGRAMS = PROGRAMS.filter((p) => !p.set).map((p) => p.name);
 export const CLUSTER_PROGRAMS = PROGRAMS.filter((p) => p.set === 'cluster').map((p) => p.name);
 export const PRODUCTION_PROGRAMS = PROGRAMS.filter((p) => p.set === 'production').map((p) => p.name);
+export const CONFORMANCE_PROGRAMS = PROGRAMS.filter((p) => p.set === 'conformance').map((p) => p.name);
 
 export function cacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
@@ -165,11 +185,12 @@ function buildWrapper(programs: Program[], outDir: string): void {
   const [first] = programs;
   const wrapper = first?.wrapper;
   if (!first || !wrapper) return;
-  const name = programs.length > 1 ? wrapper.module.split('/').pop() : first.name;
+  const name = wrapper.dir ?? (programs.length > 1 ? wrapper.module.split('/').pop() : first.name);
   const dir = join(cacheRoot(), 'src', `${name}-${first.version}`);
   mkdirSync(dir, { recursive: true });
   const replaces = replacesFor(first, dir);
   const pkgs = programs.map((p) => p.wrapper?.pkg ?? '');
+  const [tests, builds] = [programs.filter((p) => p.wrapper?.test), programs.filter((p) => !p.wrapper?.test)];
   writeFileSync(
     join(dir, 'go.mod'),
     [
@@ -186,8 +207,11 @@ function buildWrapper(programs: Program[], outDir: string): void {
   const imports = pkgs.map((pkg) => `import _ "${pkg}"\n`).join('');
   writeFileSync(join(dir, 'tools.go'), `//go:build tools\n\npackage tools\n\n${imports}`);
   go(['mod', 'tidy'], dir);
-  const out = programs.length > 1 ? `${outDir}/` : join(outDir, first.name);
-  go(['build', '-trimpath', `-ldflags=${first.ldflags ?? '-s -w'}`, '-o', out, ...pkgs], dir);
+  const flags = ['-trimpath', `-ldflags=${first.ldflags ?? '-s -w'}`];
+  const out = builds.length > 1 ? `${outDir}/` : join(outDir, builds[0]?.name ?? '');
+  if (builds.length) go(['build', ...flags, '-o', out, ...builds.map((p) => p.wrapper?.pkg ?? '')], dir);
+  // A test binary is one package's; its test files' imports are resolved as it builds (-mod=mod).
+  for (const p of tests) go(['test', '-c', ...flags, '-o', join(outDir, p.name), p.wrapper?.pkg ?? ''], dir);
 }
 
 /** Builds the programs not in the cache yet (a group of wrapper programs in one `go build`). */
@@ -246,13 +270,14 @@ export function programsNamed(names: string[]): Program[] {
     default: DEFAULT_PROGRAMS,
     cluster: CLUSTER_PROGRAMS,
     production: PRODUCTION_PROGRAMS,
+    conformance: CONFORMANCE_PROGRAMS,
   };
   const wanted = new Set((names.length ? names : ['default']).flatMap((n) => sets[n] ?? [n]));
   return [...wanted].map((name) => {
     const program = PROGRAMS.find((p) => p.name === name);
     if (!program)
       throw new Error(
-        `unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}, or a set: default, cluster, production`,
+        `unknown program ${name}; known: ${PROGRAMS.map((p) => p.name).join(', ')}, or a set: default, cluster, production, conformance`,
       );
     return program;
   });

@@ -20,6 +20,8 @@ export interface RealNodeOptions {
   dir: string;
   nodeName: string;
   kubeconfig: string;
+  /** The node's InternalIP, an address of the machine (tools/node-reach); the kubelet serves there. */
+  nodeIp?: string;
   /** The netlease network install-cni writes (its node name is the node's). */
   network: Omit<z.input<typeof NetworkSchema>, 'nodeName'>;
   logFd?: number;
@@ -83,6 +85,7 @@ const kubeletOptions = (options: RealNodeOptions, containerd: Containerd) => ({
   nodeName: options.nodeName,
   kubeconfig: options.kubeconfig,
   containerdSocket: containerd.socket,
+  nodeIp: options.nodeIp,
   logFd: options.logFd,
 });
 

@@ -3,8 +3,11 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
-/** bootstrap.sh `--cluster` (containerd, kubelet, images) or `--production` (PostgreSQL, server). */
-export function runBootstrap(root: string, flag: '--cluster' | '--production'): void {
+/**
+ * bootstrap.sh `--cluster` (containerd, kubelet, images), `--production` (PostgreSQL, server) or
+ * `--conformance` (the cluster's, and e2e.test, agnhost, curl, netcat-openbsd).
+ */
+export function runBootstrap(root: string, flag: '--cluster' | '--production' | '--conformance'): void {
   const run = spawnSync('sh', [join(root, 'tools', 'bootstrap.sh'), flag], { stdio: 'inherit' });
   if (run.status !== 0) throw new Error(`tools/bootstrap.sh ${flag} failed (exit ${run.status})`);
 }

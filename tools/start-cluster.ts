@@ -80,6 +80,7 @@ export async function startClusterRun(
 
 /** What to try, printed once everything runs. */
 export const clusterHelp = (cluster: LocalCluster): string => `Kubernetes:   ${cluster.kubeconfig}
-${cluster.nodes.map(({ real }) => `  a real node ${real.nodeName} (kubelet + containerd, CNI: ${real.conflist});`).join('\n')}
+${cluster.nodes.map(({ real, reach }) => `  a real node ${real.nodeName} (kubelet + containerd on ${reach.nodeIp}, CNI: ${real.conflist});`).join('\n')}
   pods use the local images netlease.local/busybox:1 (imagePullPolicy: Never), e.g. a pod with
-  command ["sleep", "3600"]; its lease appears in the UI (PodRef = "<namespace>/<pod>").`;
+  command ["sleep", "3600"]; its lease appears in the UI (PodRef = "<namespace>/<pod>").
+  This machine reaches the pods (probes, curl <pod ip>) and no other address of the pool.`;

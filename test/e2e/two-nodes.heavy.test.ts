@@ -4,17 +4,22 @@
 // pool between the nodes' host namespaces). Then one node is replaced under the same name with
 // pods on it, as in seeds 000/004, while the other keeps serving: its pods move to the other node
 // and get fresh leases there, the old ones are compensated, and once the node is back the
-// Deployment grows onto it; at no point is an address held twice across the two nodes.
+// Deployment grows onto it; at no point is an address held twice across the two nodes. The
+// machine reaches the pods (tools/node-reach): a Deployment with probes is Ready, and the machine's
+// routing decision for a pod address leads into its node's host namespace, for an address no node
+// holds nowhere (read from the routing table: a packet would leave the machine without the fix).
 import { expectReplayed } from '../harness/replay';
 import type { AppsV1Api, setHeaderOptions, V1Deployment, V1Pod } from '@kubernetes/client-node' with {
   'resolution-mode': 'import',
 };
 import { addressOwnershipFindings } from '../../domain/address-ownership';
+import { formatAddress, lastAddress, parsePrefix } from '../../domain/cidr';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
-import { ipJson, runIn } from '../../kernel/ip';
-import { LinkSchema } from '../../kernel/links';
+import { ipJson, IpError, runIn } from '../../kernel/ip';
+import { LinkSchema, RouteEntrySchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
+import { HOST_LINK, machineLinkOf } from '../../tools/node-reach';
 import { stopPid } from '../../tools/processes';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
 import { hostEnds } from '../harness/netns';
@@ -23,6 +28,7 @@ import { uniqueName, type TestTemporal } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import {
   leaseOfPod,
+  probedDeployment,
   sleepersDeployment,
   startRealCluster,
   type RealCluster,
@@ -34,6 +40,7 @@ const GROWN = 12;
 const nodeNames: [string, string] = [uniqueName('two-a'), uniqueName('two-b')];
 const namespace = 'default';
 const app = uniqueName('spread');
+const probed = uniqueName('probed');
 let temporal: TestTemporal;
 let core: CoreApi;
 let apps: AppsV1Api;
@@ -53,9 +60,8 @@ const nodeOf = (name: string | undefined): RealClusterNode => {
   return found;
 };
 
-/** The sleepers, one node at most one pod ahead of the other (the scheduler spreads them). */
-const spreadDeployment = (replicas: number): V1Deployment => {
-  const deployment = sleepersDeployment(app, replicas);
+/** The Deployment's pods, one node at most one pod ahead of the other (the scheduler spreads them). */
+const spread = (deployment: V1Deployment): V1Deployment => {
   const spec = deployment.spec?.template.spec;
   if (spec)
     spec.topologySpreadConstraints = [
@@ -63,7 +69,7 @@ const spreadDeployment = (replicas: number): V1Deployment => {
         maxSkew: 1,
         topologyKey: 'kubernetes.io/hostname',
         whenUnsatisfiable: 'DoNotSchedule',
-        labelSelector: { matchLabels: { app } },
+        labelSelector: { matchLabels: deployment.spec?.selector.matchLabels ?? {} },
       },
     ];
   return deployment;
@@ -80,8 +86,9 @@ const nodeUid = async (name: string): Promise<string> => {
   }
 };
 
-const podsOfApp = async (): Promise<V1Pod[]> =>
-  (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+const podsLabelled = async (label: string): Promise<V1Pod[]> =>
+  (await core.listNamespacedPod({ namespace, labelSelector: `app=${label}` })).items;
+const podsOfApp = () => podsLabelled(app);
 
 const sorted = (values: string[]) => [...values].sort();
 const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
@@ -161,7 +168,7 @@ const ping = (from: string, to: string) =>
   );
 
 test('a Deployment spread over two real nodes: unique addresses, reachable across the nodes', async () => {
-  await apps.createNamespacedDeployment({ namespace, body: spreadDeployment(REPLICAS) });
+  await apps.createNamespacedDeployment({ namespace, body: spread(sleepersDeployment(app, REPLICAS)) });
   const { pods, leases } = await runningPods(REPLICAS);
   for (const name of nodeNames)
     expect(pods.filter((p) => p.spec?.nodeName === name)).toHaveLength(REPLICAS / 2);
@@ -177,6 +184,101 @@ test('a Deployment spread over two real nodes: unique addresses, reachable acros
   ] as const)
     for (const target of addressesOf(leases.get(uidOf(to)))) await ping(netns.get(uidOf(from)) ?? '', target);
 }, 900_000);
+
+const isReady = (pod: V1Pod) =>
+  pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+test('a Deployment with HTTP readiness and TCP liveness probes is Ready within seconds on both nodes', async () => {
+  const replicas = 4;
+  const started = Date.now();
+  await apps.createNamespacedDeployment({ namespace, body: spread(probedDeployment(probed, replicas)) });
+  const pods = await waitForValue(
+    () => podsLabelled(probed),
+    (ps) => ps.length === replicas && ps.every(isReady),
+    90_000,
+    500,
+    `${replicas} pods of ${probed} Ready`,
+  );
+  console.log(`e2e: ${replicas} pods with probes Ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  expect(new Set(pods.map((p) => p.spec?.nodeName))).toEqual(new Set(nodeNames));
+  // The liveness probe never failed: no container was restarted.
+  expect(pods.map((p) => p.status?.containerStatuses?.[0]?.restartCount)).toEqual(pods.map(() => 0));
+
+  // Gone again, their addresses returned, before the next test counts what each node holds.
+  await apps.patchNamespacedDeployment(
+    { name: probed, namespace, body: { spec: { replicas: 0 } } },
+    mergePatch,
+  );
+  await waitForValue(
+    () => podsLabelled(probed),
+    (left) => left.length === 0,
+    120_000,
+    1000,
+    `pods of ${probed} gone`,
+  );
+  for (const pod of pods)
+    await waitForValue(
+      () => leaseOfPod(temporal, uidOf(pod)),
+      (s) => s?.phase === 'Released',
+      120_000,
+    );
+}, 300_000);
+
+/** The machine's routing decision for `address` (`ip route get`: the kernel's lookup, no packet). */
+async function machineRoute(address: string): Promise<{ dev?: string; unreachable?: string }> {
+  try {
+    const [route] = await ipJson(undefined, ['route', 'get', address], RouteEntrySchema);
+    return { dev: route?.dev };
+  } catch (err) {
+    if (!(err instanceof IpError)) throw err;
+    return { unreachable: err.stderr.replace(/^RTNETLINK answers: /, '').trim() };
+  }
+}
+
+/** The ends of one veth pair: `link` in the machine's namespace, HOST_LINK in `hostNetns`. */
+async function expectPaired(link: string, hostNetns: string): Promise<void> {
+  const [machineEnd] = await ipJson(undefined, ['link', 'show', 'dev', link], LinkSchema);
+  const [hostEnd] = await ipJson(hostNetns, ['link', 'show', 'dev', HOST_LINK], LinkSchema);
+  expect({ machine: machineEnd?.link_index, host: hostEnd?.link_index }).toEqual({
+    machine: hostEnd?.ifindex,
+    host: machineEnd?.ifindex,
+  });
+}
+
+type Decision = Awaited<ReturnType<typeof machineRoute>>;
+
+test("the machine routes each pod's addresses into its node's host namespace, and no other pool address", async () => {
+  const { pods, leases } = await runningPods(REPLICAS);
+  // Every decision read, then compared at once: a failure shows each address's.
+  const [decided, expected] = [{} as Record<string, Decision>, {} as Record<string, Decision>];
+  for (const pod of pods)
+    for (const address of addressesOf(leases.get(uidOf(pod)))) {
+      decided[address] = await machineRoute(address);
+      expected[address] = { dev: machineLinkOf(nodeOf(pod.spec?.nodeName).hostNetns) };
+    }
+  // An address of each pool CIDR that no node holds: unreachable, never the default route.
+  const held = await waitForValue(
+    async () =>
+      (await Promise.all(nodeNames.map(nodeState))).flatMap((s) =>
+        Object.keys(s.tables[temporal.taskQueue]?.allocations ?? {}),
+      ),
+    (addresses) => addresses.length === REPLICAS * 2, // the probed pods' returned
+    60_000,
+    500,
+    `only the ${REPLICAS} pods' addresses held`,
+  );
+  for (const cidr of real.pool.cidrs) {
+    const prefix = parsePrefix(cidr);
+    const address = formatAddress(prefix.family, lastAddress(prefix) - 1n);
+    expect(held).not.toContain(address);
+    decided[address] = await machineRoute(address);
+    expected[address] = { unreachable: 'No route to host' };
+  }
+  expect(Object.keys(decided)).toHaveLength(REPLICAS * 2 + real.pool.cidrs.length);
+  expect(decided).toEqual(expected);
+  // Each node's link is one end of a pair whose other end is in the node's host namespace.
+  for (const node of real.nodes) await expectPaired(machineLinkOf(node.hostNetns), node.hostNetns);
+});
 
 test('a node replaced under the same name while the other serves: pods move, nothing held twice', async () => {
   const [nameA, nameB] = nodeNames;

@@ -1,8 +1,9 @@
 // A test's local cluster with one or two real nodes (tools/cluster): the file's Temporal task
 // queue, a control worker watching it, and each node's agent as its own process, started once its
 // CNI socket is there (the kubelet retries a sandbox whose ADD finds no agent only after a
-// backoff). Its directory and the log of every process are removed at the end unless
-// NETLEASE_KEEP_CLUSTER_LOG.
+// backoff). Its pool is its own in the machine (the machine routes it, tools/node-reach): a /22
+// of 198.19.0.0/17 and a /64 of fd00::/8 at random, another drawn when another run holds it. Its
+// directory and the log of every process are removed at the end unless NETLEASE_KEEP_CLUSTER_LOG.
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +14,11 @@ import { connectKube, type CoreApi, type KubeClients } from '../../kubernetes/ku
 import { unlessGone } from '../../temporal/workflow-gone';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { leaseStateQuery } from '../../workflows/lease-messages';
-import { startCluster, type ClusterNode, type LocalCluster } from '../../tools/cluster';
+import { startCluster, type ClusterNode, type ClusterOptions, type LocalCluster } from '../../tools/cluster';
+import { PoolRangeTaken } from '../../tools/machine-routes';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { deleteAllNetns, makeNetns } from './netns';
+import { randomPoolCidrs } from './pool-cidrs';
 import { NODE_AGENT_ENTRY } from './node-agent';
 import {
   connectTest,
@@ -52,6 +55,8 @@ export interface RealCluster {
   readonly kube: KubeClients;
   readonly core: CoreApi;
   readonly apps: AppsV1Api;
+  /** The pool the nodes' pods take addresses from, the cluster's own in the machine. */
+  readonly pool: { name: string; cidrs: string[] };
   /** In the order of `nodeNames`. */
   readonly nodes: RealClusterNode[];
   stop(): Promise<void>;
@@ -86,20 +91,21 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   const nodes = [];
   for (const [i, nodeName] of options.nodeNames.entries())
     nodes.push({ nodeName, hostNetns: (await makeNetns(`${options.prefix.slice(0, 5)}host${i}`)).name });
-  const [pool] = testConfig(temporal.taskQueue).pools;
-  if (!pool) throw new Error('testConfig has no pool');
-  const cluster = await startCluster({
+  const pool = { name: temporal.taskQueue, cidrs: [] as string[] };
+  const cluster = await startWithOwnPool(pool, {
     dir,
     nodes,
     temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
-    pool: { name: pool.name, cidrs: pool.cidrs },
     logFd: log,
     ...(options.preProduce !== undefined ? { preProduce: options.preProduce } : {}),
+  }).catch(async (err: unknown) => {
+    await deleteAllNetns(); // the cluster stopped what it started; the namespaces are the test's
+    throw err;
   });
   const reconcileIntervalSeconds = options.reconcileIntervalSeconds ?? 3600;
   const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds };
   const worker: RunningWorker = await runControlWorker(
-    testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1 }),
+    testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1, pools: [pool] }),
   );
   const kube = await connectKube(cluster.kubeconfig);
   const real: RealCluster = {
@@ -109,6 +115,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     kube,
     core: kube.core,
     apps: kube.config.makeApiClient(kube.kube.AppsV1Api),
+    pool,
     nodes: cluster.nodes.map((node) => withAgent(node, log)),
     async stop() {
       for (const node of real.nodes) if (node.agent) await stopPid(node.agent.pid);
@@ -124,6 +131,21 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   };
   for (const node of real.nodes) await node.startAgent();
   return real;
+}
+
+/** The cluster on a pool drawn at random (`pool.cidrs` set to it), again while another run holds it. */
+async function startWithOwnPool(
+  pool: { name: string; cidrs: string[] },
+  options: Omit<ClusterOptions, 'pool'>,
+): Promise<LocalCluster> {
+  for (let attempt = 1; ; attempt++) {
+    pool.cidrs = randomPoolCidrs();
+    try {
+      return await startCluster({ ...options, pool });
+    } catch (err) {
+      if (!(err instanceof PoolRangeTaken) || attempt === 5) throw err;
+    }
+  }
 }
 
 /** A pod's eth0 lease: its state while open, its result once closed; undefined if there is none. */
@@ -148,6 +170,34 @@ export const sleepersDeployment = (app: string, replicas: number): V1Deployment 
         terminationGracePeriodSeconds: 2,
         containers: [
           { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+        ],
+      },
+    },
+  },
+});
+
+/**
+ * A Deployment of busybox web servers whose kubelet probes reach them on their pod address:
+ * readiness by HTTP GET, liveness by TCP connect, both to busybox httpd, every second.
+ */
+export const probedDeployment = (app: string, replicas: number): V1Deployment => ({
+  metadata: { name: app },
+  spec: {
+    replicas,
+    selector: { matchLabels: { app } },
+    template: {
+      metadata: { labels: { app } },
+      spec: {
+        terminationGracePeriodSeconds: 2,
+        containers: [
+          {
+            name: 'web',
+            image: BUSYBOX_IMAGE,
+            imagePullPolicy: 'Never',
+            command: ['sh', '-c', 'mkdir -p /www && echo ok >/www/ready && exec httpd -f -p 8080 -h /www'],
+            readinessProbe: { httpGet: { path: '/ready', port: 8080 }, periodSeconds: 1, timeoutSeconds: 1 },
+            livenessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1, timeoutSeconds: 1 },
+          },
         ],
       },
     },

@@ -2,18 +2,21 @@
 // containerd calls netlease through the conflist install-cni wrote. The pod runs with its
 // lease's addresses: in status.podIPs and on eth0 in the namespace the runtime made, which its
 // container shares. Its graceful deletion (the kubelet's own teardown, CNI DEL) releases the lease.
-// Stopping the cluster with a pod running leaves nothing behind. The cluster (tools/cluster) has
+// Stopping the cluster with a pod running leaves nothing behind, on the node or in the machine's
+// network namespace. The cluster (tools/cluster) has
 // its own etcd and apiserver: the controllers act cluster-wide.
 import { expectReplayed } from '../harness/replay';
 import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { ipJson } from '../../kernel/ip';
-import { LinkSchema, RouteEntrySchema } from '../../kernel/links';
+import { findLink, LinkSchema, RouteEntrySchema } from '../../kernel/links';
 import { isNotFound, type CoreApi } from '../../kubernetes/kube';
 import { type LocalCluster } from '../../tools/cluster';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { isAlive, stopPid } from '../../tools/processes';
 import { netnsOf, shimsOf, type Containerd } from '../../tools/containerd';
+import { RECORD_DIR } from '../../tools/machine-routes';
 import { mountsUnder } from '../../tools/mounts';
 import { containersOfPod, runningOfPod, sandboxNetns, taskPid } from '../harness/real-node';
 import { hostEnds } from '../harness/netns';
@@ -231,4 +234,16 @@ test('stopping the cluster with a pod running leaves no process, shim, mount or 
   expect(shimsOf(node.real.containerd.socket)).toEqual([]);
   expect(mountsUnder(real.dir)).toEqual([]);
   expect(existsSync(netns)).toBe(false);
+  // Nor anything in the machine's namespace (tools/node-reach): its link into the node's host
+  // namespace (the pod's route went with it), the pool's routes, the record, the route monitor.
+  expect(await findLink(undefined, node.reach.link)).toBeUndefined();
+  for (const cidr of real.pool.cidrs)
+    expect(
+      await ipJson(
+        undefined,
+        [`-${cidr.includes(':') ? 6 : 4}`, 'route', 'show', 'root', cidr],
+        RouteEntrySchema,
+      ),
+    ).toEqual([]);
+  expect(existsSync(join(RECORD_DIR, `${node.reach.link}.json`))).toBe(false);
 }, 300_000);

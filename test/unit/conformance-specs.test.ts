@@ -1,0 +1,89 @@
+// `npm run conformance` selects exactly its six specs from e2e.test's 7,144 (ginkgo's focus is a
+// regular expression over the suite's name and each spec's full text, labels included) and reads each one's outcome
+// from ginkgo's JSON report; a spec missing from the report counts as not run, never as passed.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FOCUS, readResults, SPECS, summary } from '../../tools/conformance-specs';
+
+/** Spec texts as ginkgo prints them (`--ginkgo.dry-run -v` of e2e.test v1.34.4). */
+const SELECTED = [
+  '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: http [NodeConformance] [Conformance]',
+  '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: udp [NodeConformance] [Conformance]',
+  '[sig-network] Networking Granular Checks: Pods should function for node-pod communication: http [LinuxOnly] [NodeConformance] [Conformance]',
+  '[sig-network] Networking Granular Checks: Pods should function for node-pod communication: udp [LinuxOnly] [NodeConformance] [Conformance]',
+  '[sig-node] Pods should get a host IP [NodeConformance] [Conformance]',
+  '[sig-network] [Feature:IPv6DualStack] should create pod, add ipv6 and ipv4 ip to pod ips',
+];
+const NEIGHBOURS = [
+  '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp [LinuxOnly] [Feature:SCTPConnectivity]',
+  '[sig-network] [Feature:IPv6DualStack] should create pod, add ipv6 and ipv4 ip to host ips',
+  '[sig-node] Pods should get a host IP when pod has hostNetwork',
+  '[sig-network] Networking Granular Checks: Pods should function for node-pod communication: httpx',
+];
+
+test('the focus selects the six specs and none of their neighbours', () => {
+  const focus = new RegExp(FOCUS);
+  expect(SELECTED.filter((text) => focus.test(`Kubernetes e2e suite ${text}`))).toEqual(SELECTED);
+  expect(NEIGHBOURS.filter((text) => focus.test(`Kubernetes e2e suite ${text}`))).toEqual([]);
+});
+
+test("each spec's outcome and time come from the report; one it lacks is not run", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-conformance-'));
+  try {
+    const file = join(dir, 'report.json');
+    const spec = (containers: string[], leaf: string, State: string, seconds: number, failure?: string) => ({
+      LeafNodeType: 'It',
+      ContainerHierarchyTexts: containers,
+      LeafNodeText: leaf,
+      State,
+      RunTime: seconds * 1e9,
+      ...(failure ? { Failure: { Message: `${failure}\nmore lines` } } : {}),
+    });
+    const granular = ['[sig-network] Networking', 'Granular Checks: Pods'];
+    writeFileSync(
+      file,
+      JSON.stringify([
+        {
+          SpecReports: [
+            { LeafNodeType: 'SynchronizedBeforeSuite', LeafNodeText: '', State: 'passed', RunTime: 0 },
+            spec(
+              granular,
+              'should function for intra-pod communication: http [NodeConformance] [Conformance]',
+              'passed',
+              16.2,
+            ),
+            spec(
+              granular,
+              'should function for intra-pod communication: udp [NodeConformance] [Conformance]',
+              'failed',
+              89,
+              'no endpoints',
+            ),
+            spec(['[sig-node] Pods'], 'should get a host IP [NodeConformance] [Conformance]', 'passed', 2.2),
+            spec(
+              ['[sig-network] [Feature:IPv6DualStack]'],
+              'should create pod, add ipv6 and ipv4 ip to host ips',
+              'passed',
+              2,
+            ),
+          ],
+        },
+      ]),
+    );
+    const results = readResults(file);
+    expect(results.map((r) => [r.state, r.seconds, r.failure])).toEqual([
+      ['passed', 16.2, undefined],
+      ['failed', 89, 'no endpoints'],
+      ['not run', 0, undefined],
+      ['not run', 0, undefined],
+      ['passed', 2.2, undefined],
+      ['not run', 0, undefined], // the host-ips spec is another one
+    ]);
+    expect(results.map((r) => r.spec)).toEqual(SPECS);
+    expect(summary(results, 120).split('\n').pop()).toBe('2 of 6 passed; the run took 120 s');
+    expect(readResults(join(dir, 'none.json')).map((r) => r.state)).toEqual(SPECS.map(() => 'not run'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
