@@ -256,7 +256,10 @@ class Lease {
       );
       this.state.addresses = produced.addresses;
       this.policy = produced.activation;
-      this.enter('Produced', 'addresses reserved; waiting for a CNI ADD');
+      // A lease started again for a pod that runs (reconciler) has its sandboxes already.
+      const recovered = this.state.attachments.find((a) => a.status === 'active');
+      if (recovered) this.activated(recovered);
+      else this.enter('Produced', 'addresses reserved; waiting for a CNI ADD');
       return true;
     } catch (err) {
       if (isCancellation(err) && this.releasing()) return false;

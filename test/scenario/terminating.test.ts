@@ -6,6 +6,7 @@ import { expectReplayed } from '../harness/replay';
 import { TEST_FINALIZER } from '../harness/kube';
 import { Scenario } from '../harness/scenario';
 import { uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
 
 let level: Scenario; // no watchers: only the reconciler acts
 let edge: Scenario; // watchers on, reconciler schedule far away
@@ -69,7 +70,7 @@ test('a terminal pod whose watch event was missed is released by the reconciler'
   await level.waitForPhase(running, 'Running');
 }, 120_000);
 
-test('an ADD on a Node held by a finalizer completes; the Node going away releases it', async () => {
+test('an ADD on a Node held by a finalizer completes; the Node going away keeps it while the pod exists', async () => {
   const { cluster } = level;
   const node = uniqueName('node');
   await cluster.createNode(node, held);
@@ -87,10 +88,18 @@ test('an ADD on a Node held by a finalizer completes; the Node going away releas
   await cluster.clearNodeFinalizers(node);
   expect(await cluster.nodeState(node)).toBe('absent');
   // The reconciler, or any watcher of this shared apiserver (node ids are cluster-wide), tells
-  // node/<name>; either way the incarnation is compensated and its lease released.
+  // node/<name>; the incarnation is compensated, but release follows the pod: it still exists.
   await level.reconcile();
-  expect((await level.waitForPhase(uid, 'Released')).releaseReason).toMatch(/node deleted/);
-}, 120_000);
+  await waitForValue(
+    () => level.nodeState(node),
+    (s) => s.incarnation === '' && Object.keys(s.retired).length === 1,
+    30_000,
+  );
+  expect((await level.leaseState(uid)).phase).toBe('Active');
+  await cluster.deletePod('on-terminating-node');
+  const released = await level.waitForPhase(uid, 'Released', 90_000);
+  expect(released.releaseReason).toMatch(/no longer exists/);
+}, 180_000);
 
 test('the watchers read Terminating pods: kept while running, released once its containers ended', async () => {
   const { cluster } = edge;

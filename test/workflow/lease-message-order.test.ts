@@ -22,6 +22,7 @@ import {
 import { expectReplayed, historyFromShowJson, replayErrorOf } from '../harness/replay';
 import { tcpProxy } from '../harness/tcp-proxy';
 import { temporalAddress, uniqueName } from '../harness/temporal';
+import { admitted } from '../harness/update-stage';
 import { waitForValue } from '../harness/wait';
 import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
@@ -145,7 +146,7 @@ test.each(['Running', 'Active'] as const)(
 
     const updateId = uniqueName('del');
     const deactivated = handle.executeUpdate(deactivateUpdate, { args: [sandbox], updateId });
-    await admitted(handle.workflowId, updateId);
+    await admitted(t.env.client, handle.workflowId, updateId);
     await handle.signal(releaseSignal, { reason: 'pod gone' });
     await handle.signal(releaseSignal, { reason: 'pod gone' });
     await waitForValue(
@@ -197,23 +198,3 @@ test.each(['Running', 'Active'] as const)(
     await expectReplayed({ client: t.env.client, taskQueue }, 1);
   },
 );
-
-/** Until the server holds the update (admitted): the next workflow task carries it. */
-async function admitted(workflowId: string, updateId: string): Promise<void> {
-  const stage = () =>
-    t.env.client.workflowService
-      .pollWorkflowExecutionUpdate({
-        namespace: t.env.namespace ?? 'default',
-        updateRef: { workflowExecution: { workflowId }, updateId },
-        waitPolicy: {
-          lifecycleStage:
-            temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage
-              .UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED,
-        },
-      })
-      .then(
-        (response) => response.stage ?? 0,
-        (err: unknown) => String(err), // not found until the server has it
-      );
-  await waitForValue(stage, (s) => typeof s === 'number' && s > 0, 15_000);
-}

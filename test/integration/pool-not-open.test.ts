@@ -1,0 +1,86 @@
+// A pool the control plane serves but has not opened yet is "try again later", never "unknown pool"
+// (issue 25 item 8): before any control worker has started, and while a terminated pool is being
+// started again; a pool the running control plane does not serve is a mistake in the request (7).
+import { poolWorkflowId } from '../../domain/ids';
+import type { CniApi } from '../../worker/agent/cni-api';
+import { expectNoLease } from '../harness/leftovers';
+import { netconf } from '../harness/netconf';
+import { expectReplayed } from '../harness/replay';
+import { runShim } from '../harness/shim';
+import {
+  connectTest,
+  runControlWorker,
+  serveTestCniApi,
+  testConfig,
+  uniqueName,
+  type RunningWorker,
+  type TestTemporal,
+} from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+
+let temporal: TestTemporal;
+let cni: CniApi;
+let worker: RunningWorker | undefined;
+beforeAll(async () => {
+  temporal = await connectTest('pool-open');
+  cni = await serveTestCniApi(temporal.taskQueue);
+});
+afterAll(async () => {
+  await cni?.close();
+  await worker?.stop();
+  await temporal?.close();
+});
+
+const node = uniqueName('node');
+const second = () => `${temporal.taskQueue}-b`;
+const add = (pool: string) => {
+  const uid = uniqueName('uid');
+  return runShim({
+    command: 'ADD',
+    containerId: `ctr-${uid}`,
+    netns: `/var/run/netns/${uid}`,
+    ifName: 'eth0',
+    args: { K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p', K8S_POD_UID: uid },
+    stdin: netconf({ taskQueue: temporal.taskQueue, nodeName: node, pool }),
+  }).then((outcome) => ({
+    uid,
+    code: outcome.json?.code,
+    msg: String(outcome.json?.msg ?? ''),
+    exitCode: outcome.exitCode,
+  }));
+};
+
+test('before the control plane has started: 11, the control plane is starting, and no lease (seen red: 7 unknown pool)', async () => {
+  const early = await add(temporal.taskQueue);
+  expect(early).toMatchObject({ exitCode: 1, code: 11 });
+  expect(early.msg).toBe(`the control plane is starting: pool "${temporal.taskQueue}" is not open yet`);
+  await expectNoLease(temporal, node, early.uid);
+}, 60_000);
+
+test('once it runs: its pools are served, an unknown pool is 7, a terminated pool it serves is 11', async () => {
+  worker = await runControlWorker(
+    testConfig(temporal.taskQueue, {
+      pools: [
+        { name: temporal.taskQueue, cidrs: ['198.18.0.0/16'] },
+        { name: second(), cidrs: ['198.19.0.0/16'] },
+      ],
+    }),
+  );
+  expect((await add(temporal.taskQueue)).exitCode).toBe(0);
+  const typo = await add('nosuchpool');
+  expect(typo).toMatchObject({ exitCode: 1, code: 7 });
+  expect(typo.msg).toBe('pool: unknown pool "nosuchpool"');
+
+  await temporal.client.workflow.getHandle(poolWorkflowId(second())).terminate('pressed Terminate');
+  // The other pool's memo lists it (visibility lists the memo once it has indexed the run).
+  const refused = await waitForValue(
+    () => add(second()),
+    (outcome) => outcome.code === 11,
+    30_000,
+  );
+  expect(refused.msg).toBe(`the control plane is starting: pool "${second()}" is not open yet`);
+}, 120_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(temporal, 2);
+});

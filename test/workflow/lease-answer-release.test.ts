@@ -1,0 +1,156 @@
+// A confirmAnswer and a release in one workflow task, in either order (issue 25 item 4): the node
+// agent answered an ADD from its offer and made the interface, and the pod was deleted before the
+// confirmation reached the lease. Whichever the lease handles first, the release removes the
+// answered sandbox's interface and gives the addresses back once, and the history replays.
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Produced } from '../../activities/addresses';
+import type { AttachmentInput } from '../../domain/dataplane';
+import { ActivationPolicySchema } from '../../domain/config';
+import { nodeTaskQueue } from '../../domain/dataplane';
+import { confirmAnswerUpdateId, leaseWorkflowId } from '../../domain/ids';
+import type { LeaseStart } from '../../domain/lease';
+import { prebuiltBundle } from '../../worker/control/bundle';
+import {
+  confirmAnswerUpdate,
+  LEASE_WORKFLOW_TYPE,
+  leaseStateQuery,
+  offerUpdate,
+  releaseSignal,
+} from '../../workflows/lease-messages';
+import { expectReplayed } from '../harness/replay';
+import { tcpProxy } from '../harness/tcp-proxy';
+import { temporalAddress, uniqueName } from '../harness/temporal';
+import { admitted } from '../harness/update-stage';
+import { waitForValue } from '../harness/wait';
+import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+
+const node = uniqueName('wf-answer-node');
+const addresses = [{ family: 4 as const, address: '198.18.0.2', prefixLength: 26, gateway: '198.18.0.1' }];
+const returned: string[] = [];
+const deactivated: string[] = [];
+const control = {
+  produceAddresses: async (): Promise<Produced> => ({
+    addresses,
+    activation: ActivationPolicySchema.parse({}),
+  }),
+  returnAddresses: async ({ leaseId }: { leaseId: string }) => {
+    returned.push(leaseId);
+    return [];
+  },
+};
+
+let t: WorkflowTestEnv;
+beforeAll(async () => {
+  t = await workflowTestEnv('wf-answer');
+  await t.worker(
+    {
+      activateAttachment: async () => {
+        throw new Error('the agent made the interface itself: activation is not asked for');
+      },
+      deactivateAttachment: async (input: AttachmentInput) =>
+        void deactivated.push(input.attachment.containerId),
+      // The agent's record is gone by the time the lease asks (it saw the refusal first).
+      revokeOffer: async () => null,
+    },
+    nodeTaskQueue(node),
+  );
+});
+afterAll(async () => t?.close());
+
+test.each(['release first', 'answer first'] as const)(
+  'a confirmAnswer and a release in one task (%s): the interface is removed, the addresses go back once',
+  async (order) => {
+    const start: LeaseStart = {
+      podUid: uniqueName('answer'),
+      podNamespace: 'ns',
+      podName: 'p',
+      ifName: 'eth0',
+      nodeName: node,
+      pool: 'p',
+      mode: 'ptp',
+    };
+    const workflowId = leaseWorkflowId(start.podUid, 'eth0');
+    const taskQueue = uniqueName('tq-wf-answer');
+    // The first control worker is cut off without telling the server: the next one gets one task
+    // holding everything sent meanwhile.
+    const proxy = await tcpProxy(temporalAddress());
+    const connection = await NativeConnection.connect({ address: proxy.address });
+    const gone = await Worker.create({
+      connection,
+      taskQueue,
+      workflowBundle: prebuiltBundle(),
+      activities: control,
+      stickyQueueScheduleToStartTimeout: '1 second',
+    });
+    const goneRun = gone.run();
+    const handle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
+      workflowId,
+      taskQueue,
+      args: [start],
+    });
+    const offer = await handle.executeUpdate(offerUpdate);
+    await waitForValue(
+      () => handle.query(leaseStateQuery),
+      (s) => s.phase === 'Produced',
+      15_000,
+    );
+    await proxy.cut();
+
+    const sandbox = {
+      containerId: `ctr-${order.replace(' ', '-')}`,
+      netns: '/var/run/netns/x',
+      ifName: 'eth0',
+    };
+    const answer = {
+      ...sandbox,
+      links: {
+        host: { name: 'nl0000000000001', mac: '02:00:00:00:00:01' },
+        container: { name: 'eth0', mac: '02:00:00:00:00:02', sandbox: sandbox.netns },
+      },
+    };
+    const updateId = confirmAnswerUpdateId(sandbox.containerId, 'eth0', offer.run);
+    const release = () => handle.signal(releaseSignal, { reason: 'pod deleted' });
+    let confirmed: Promise<unknown> = Promise.resolve();
+    const confirm = async () => {
+      confirmed = handle
+        .executeUpdate(confirmAnswerUpdate, { args: [answer], updateId })
+        .catch((e: unknown) => e);
+      await admitted(t.env.client, workflowId, updateId);
+    };
+    if (order === 'release first') {
+      await release();
+      await confirm();
+    } else {
+      await confirm();
+      await release();
+    }
+    await waitForValue(
+      async () =>
+        ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes),
+      (timedOut) => timedOut.length >= 1,
+      15_000,
+    );
+    const next = await Worker.create({
+      connection: t.env.nativeConnection,
+      taskQueue,
+      workflowBundle: prebuiltBundle(),
+      activities: control,
+    });
+    const nextRun = next.run();
+    const result = await handle.result();
+    await confirmed;
+    expect(result.phase).toBe('Released');
+    expect(result.attachments).toEqual([]);
+    expect(deactivated.filter((id) => id === sandbox.containerId).length).toBeGreaterThanOrEqual(1);
+    expect(returned.filter((id) => id === workflowId)).toHaveLength(1);
+
+    await proxy.restore();
+    gone.shutdown();
+    await goneRun;
+    await connection.close();
+    await proxy.close();
+    next.shutdown();
+    await nextRun;
+    await expectReplayed({ client: t.env.client, taskQueue }, 1);
+  },
+);
