@@ -37,7 +37,11 @@ export const OfferSchema = z.object({
 export type Offer = z.infer<typeof OfferSchema>;
 
 /** An ADD answered from the offer: its sandbox and, in ptp mode, the links the agent made. */
-export const OfferAnswerSchema = SandboxSchema.extend({ links: ActivatedLinksSchema.optional() });
+export const OfferAnswerSchema = SandboxSchema.extend({
+  links: ActivatedLinksSchema.optional(),
+  /** The addresses the answer told the runtime: a run other than the offer's takes only its own. */
+  addresses: z.array(z.string().min(1).max(64)).max(8).optional(),
+});
 export type OfferAnswer = z.infer<typeof OfferAnswerSchema>;
 
 /** The agent's record of an offer, one file per lease. */

@@ -98,6 +98,14 @@ const STALL_TIMER_KEPT = 'stall-timer-kept';
  */
 const ANSWER_INTO_RELEASE = 'answer-into-release';
 
+/**
+ * Marks histories in which a release saying the node is gone, coming while an earlier release
+ * (which did not know it) waits on the node's agent to revoke its offer or deactivate, drops those
+ * steps: a deleted node's agent never answers, and the addresses were held for the hour of their
+ * budget (the real node-replaced e2e: the pod GC's deletions reached the watcher first).
+ */
+const NODE_GONE_ENDS_DEACTIVATION = 'node-gone-ends-deactivation';
+
 /** The release reason of a lease whose workflow was cancelled (UI, `temporal workflow cancel`). */
 export const CANCELLED_REASON = 'cancelled: a cancellation of the lease workflow was requested';
 
@@ -132,6 +140,8 @@ class Lease {
   private reterming: Promise<void> = Promise.resolve();
   /** A revocation the node workflow asked for (nodeReplaced); the release waits for it. */
   private revoking: Promise<void> | undefined;
+  /** A later release said the node is gone: deactivations waiting on its agent are dropped. */
+  private nodeGoneLater = false;
   private policy: ActivationPolicy | undefined;
   private produceFailure: ApplicationFailure | undefined;
   private releaseRequest: ReleaseRequest | undefined;
@@ -205,6 +215,11 @@ class Lease {
   private requestRelease(request: unknown): void {
     const parsed = ReleaseSchema.safeParse(request);
     if (parsed.success) {
+      const unknowing = this.releaseRequest && !this.releaseRequest.nodeGone;
+      if (unknowing && parsed.data.nodeGone && patched(NODE_GONE_ENDS_DEACTIVATION)) {
+        this.nodeGoneLater = true;
+        log.info('the node is gone: deactivations still waiting on its agent are dropped');
+      }
       this.releaseRequest ??= parsed.data;
       log.info('release signal received', { reason: this.releaseRequest.reason, phase: this.state.phase });
       if (this.nothingInFlight() && patched(COMMANDS_AT_JOB)) void this.startRelease();
@@ -291,6 +306,12 @@ class Lease {
         this.state.attachments.push(attachmentFor(answer, 'active'));
       throw err;
     }
+    const held = this.state.addresses.map((a) => a.address);
+    if (answer.addresses && answer.addresses.join() !== held.join())
+      throw failure(
+        `the answer told ${answer.addresses.join(', ')}; this lease holds ${held.join(', ')}`,
+        FailureType.conflict,
+      );
     this.state.told = true;
     const attachment = this.claim(answer);
     // The agent made the interface (ptp) or there is none to make (ipam): nothing left to run.
@@ -563,12 +584,17 @@ class Lease {
   /** The agent's offer ends before the addresses go back; an ADD it answered becomes an attachment. */
   private async revokeOffer(): Promise<void> {
     try {
-      const answered = await revokeOfferOnNode(this.start, this.leaseId, workflowInfo().runId);
+      const answered = await this.cancelledWhen(
+        () => this.nodeGoneLater,
+        () => revokeOfferOnNode(this.start, this.leaseId, workflowInfo().runId),
+      );
       if (answered && !this.attachmentOf(answered))
         this.state.attachments.push(attachmentFor(answered, 'active'));
     } catch (err) {
-      if (isCancellation(err)) throw err;
-      this.state.lastError = `revoking the node agent's offer gave up: ${describe(err)}`;
+      if (isCancellation(err) && !this.nodeGoneLater) throw err;
+      this.state.lastError = isCancellation(err)
+        ? "revoking the node agent's offer dropped: the node is gone"
+        : `revoking the node agent's offer gave up: ${describe(err)}`;
     }
     this.offered = false;
   }
@@ -576,8 +602,15 @@ class Lease {
   /** A node that stays unreachable past the deactivation budget must not wedge DEL or release. */
   private async deactivate(attachment: Attachment): Promise<void> {
     try {
-      await deactivateOnNode(this.start, attachment, this.state.addresses);
+      await this.cancelledWhen(
+        () => this.nodeGoneLater,
+        () => deactivateOnNode(this.start, attachment, this.state.addresses),
+      );
     } catch (err) {
+      if (isCancellation(err) && this.nodeGoneLater) {
+        this.state.lastError = `deactivating ${attachment.ifName} of ${attachment.containerId.slice(0, 12)} dropped: the node is gone`;
+        return;
+      }
       if (isCancellation(err)) throw err;
       this.state.lastError = `deactivating ${attachment.ifName} of ${attachment.containerId.slice(0, 12)} gave up: ${describe(err)}`;
     }
@@ -590,10 +623,15 @@ class Lease {
     });
   }
 
-  private async cancelledByRelease<T>(work: () => Promise<T>): Promise<T> {
+  private cancelledByRelease<T>(work: () => Promise<T>): Promise<T> {
+    return this.cancelledWhen(() => this.releasing(), work);
+  }
+
+  /** Runs `work` in a scope of its own, cancelled once `done` holds. */
+  private async cancelledWhen<T>(done: () => boolean, work: () => Promise<T>): Promise<T> {
     const scope = new CancellationScope();
     // A cancelled workflow rejects this wait (it cancels the scope itself): not an unhandled rejection.
-    void condition(() => this.releasing()).then(
+    void condition(done).then(
       () => scope.cancel(),
       () => undefined,
     );

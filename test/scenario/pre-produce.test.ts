@@ -181,6 +181,31 @@ test('an answer not yet confirmed survives a crash of the agent and is confirmed
   await proxy.restore();
 }, 90_000);
 
+test("an answer whose run was reset before its confirmation is confirmed to the lease's run now, with its addresses", async () => {
+  await proxy.cut();
+  const book = await openTestOffers(cutClient);
+  handBook = book;
+  scenario.context.offers = book;
+  const { uid, produced } = await offeredByHand('reset-run', book);
+  expect(ips((await add('reset-run', uid, handNode)).json)).toEqual(produced);
+  // The operator resets the lease to its first workflow task: the offer's run closes, another goes on.
+  const handle = scenario.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+  const first = ((await handle.fetchHistory()).events ?? []).find(
+    (e) => e.workflowTaskCompletedEventAttributes,
+  );
+  await scenario.temporal.client.workflowService.resetWorkflowExecution({
+    namespace: scenario.temporal.client.options.namespace,
+    workflowExecution: { workflowId: handle.workflowId },
+    reason: 'operator test',
+    workflowTaskFinishEventId: first?.eventId,
+    requestId: uniqueName('reset'),
+  });
+  await proxy.restore();
+  const active = await scenario.waitForPhase(uid, 'Active', 30_000);
+  expect(active.addresses.map((a) => a.address)).toEqual(produced);
+  expect(active.attachments.map((a) => a.containerId)).toEqual([`ctr-${uid}`]);
+}, 90_000);
+
 test('a DEL of an answer not yet confirmed is queued within its deadline and applied after the confirmation', async () => {
   await proxy.cut();
   const book = await openTestOffers(cutClient);

@@ -375,6 +375,30 @@ test('release while Activating interrupts the activation: no retry budget spent,
   expect(returned.map((r) => r.leaseId)).toContain(handle.workflowId);
 });
 
+
+test("a release waiting on a gone node's agent is finished by a release that says the node is gone", async () => {
+  // No agent polls this node's task queue: its revocation and deactivation would wait an hour.
+  const start = {
+    ...startOf(uniqueName('gone-node')),
+    nodeName: uniqueName('wf-dead-node'),
+    mode: 'ptp' as const,
+  };
+  await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
+    workflowId: leaseWorkflowId(start.podUid, 'eth0'),
+    taskQueue: t.taskQueue,
+    args: [start],
+  });
+  await handleOf(start).executeUpdate(offerUpdate); // an offer the (gone) agent holds
+  await handleOf(start).signal(releaseSignal, { reason: 'watcher: pod is Failed' });
+  await phaseOf(start, 'Releasing');
+  await handleOf(start).signal(releaseSignal, { reason: 'node deleted: pod gone', nodeGone: true });
+  const result = await handleOf(start).result();
+  expect(result.phase).toBe('Released');
+  expect(result.releaseReason).toBe('watcher: pod is Failed');
+  expect(result.lastError).toMatch(/dropped: the node is gone/);
+  expect(returned.filter((r) => r.leaseId === leaseWorkflowId(start.podUid, 'eth0'))).toHaveLength(1);
+}, 60_000);
+
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 13);
 });

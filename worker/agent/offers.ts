@@ -294,17 +294,31 @@ export class OfferBook implements OfferAnswers {
     }
   }
 
-  /** The lease took the answer, refused it, is gone, or has not answered (asked again later). */
+  /**
+   * The lease took the answer, refused it, is gone, or has not answered (asked again later). The
+   * run the offer came from may have closed while the lease lives on in another run (an operator's
+   * reset; the reconciler starting a terminated lease again for its running pod): that run is
+   * asked next, with the answer's addresses, which it takes only if they are its own.
+   */
   private async confirmOnce(offer: OfferRecord): Promise<ConfirmOutcome> {
     const answered = offer.answered as OfferAnswer;
     const { client } = this.options;
-    try {
-      await client.connection.withDeadline(Date.now() + CONFIRM_DEADLINE_MS, () =>
-        client.workflow.getHandle(offer.leaseId, offer.run).executeUpdate(confirmAnswerUpdate, {
-          args: [answered],
-          updateId: confirmAnswerUpdateId(answered.containerId, answered.ifName, offer.run),
+    const confirm = (run?: string) =>
+      client.connection.withDeadline(Date.now() + CONFIRM_DEADLINE_MS, () =>
+        client.workflow.getHandle(offer.leaseId, run).executeUpdate(confirmAnswerUpdate, {
+          args: [{ ...answered, addresses: offer.addresses.map((a) => a.address) }],
+          updateId: confirmAnswerUpdateId(
+            answered.containerId,
+            answered.ifName,
+            run ?? `latest-${offer.run}`,
+          ),
         }),
       );
+    try {
+      await confirm(offer.run).catch((err: unknown) => {
+        if (!isGoneError(err)) throw err;
+        return confirm(); // its run closed: the lease's run now, if one is open
+      });
       return 'confirmed';
     } catch (err) {
       const fields = { leaseId: offer.leaseId, containerId: answered.containerId, error: errorMessage(err) };
