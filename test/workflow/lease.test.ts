@@ -375,7 +375,6 @@ test('release while Activating interrupts the activation: no retry budget spent,
   expect(returned.map((r) => r.leaseId)).toContain(handle.workflowId);
 });
 
-
 test("a release waiting on a gone node's agent is finished by a release that says the node is gone", async () => {
   // No agent polls this node's task queue: its revocation and deactivation would wait an hour.
   const start = {
