@@ -95,7 +95,8 @@ async function refuseUnservedPool(client: Client, pool: string, taskQueue: strin
     throw new CniError(
       CniCode.invalidNetworkConfig,
       `pool: unknown pool "${pool}"`,
-      `the control plane on task queue ${quoted(taskQueue)} serves other pools: its config has no such pool`,
+      `no control plane on task queue ${quoted(taskQueue)} serves it: its config has no such pool (or no ` +
+        `control worker has opened any pool there yet)`,
     );
   throw new CniError(
     CniCode.invalidNetworkConfig,

@@ -1,59 +1,12 @@
 // The netlease configuration file (JSON or YAML) read by the control worker, as zod schemas.
 import { z } from 'zod';
-import { overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
+import { parsePrefix, type Prefix } from './cidr';
 import { DnsLabelSchema, DnsSubdomainSchema, NetworkNameSchema } from './names';
-import { CidrText, describeIssues, parsed } from './text-schemas';
+import { PoolSpecSchema, type PoolSpec } from './pool-spec';
+import { describeIssues } from './text-schemas';
 
 export { AddressText, CidrText, describeIssues } from './text-schemas';
-
-/** An exclusion is a CIDR or a single address. */
-export const ExclusionText = parsed((text) => (text.includes('/') ? parsePrefix(text) : parseAddress(text)));
-
-function tryPrefix(text: string): Prefix | undefined {
-  try {
-    return parsePrefix(text);
-  } catch {
-    return undefined;
-  }
-}
-
-export const PoolSpecSchema = z
-  .object({
-    name: DnsLabelSchema,
-    cidrs: z.array(CidrText).min(1, 'a pool needs at least one CIDR'),
-    blockSize: z
-      .object({
-        ipv4: z.number().int().min(0).max(32).default(26),
-        ipv6: z.number().int().min(0).max(128).default(120),
-      })
-      .strict()
-      .default({ ipv4: 26, ipv6: 120 }),
-    exclude: z.array(ExclusionText).default([]),
-    /** `first`: the first usable address of each node block is the gateway; `none`: no gateway. */
-    gateway: z.enum(['first', 'none']).default('first'),
-  })
-  .strict()
-  .superRefine((pool, ctx) => {
-    // zod runs this even when a CIDR failed its own check: skip those, they are reported already.
-    const prefixes = pool.cidrs.map(tryPrefix);
-    prefixes.forEach((prefix, i) => {
-      if (!prefix) return;
-      const block = prefix.family === 4 ? pool.blockSize.ipv4 : pool.blockSize.ipv6;
-      if (block < prefix.length) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['cidrs', i],
-          message: `block size /${block} is larger than the CIDR /${prefix.length}`,
-        });
-      }
-      prefixes.slice(0, i).forEach((other, j) => {
-        if (other && overlaps(prefix, other)) {
-          ctx.addIssue({ code: 'custom', path: ['cidrs', i], message: `overlaps cidrs[${j}]` });
-        }
-      });
-    });
-  });
-export type PoolSpec = z.infer<typeof PoolSpecSchema>;
+export { ExclusionText, PoolSpecSchema, type PoolSpec } from './pool-spec';
 
 /** A file path: PATH_MAX is 4096 bytes with the NUL. */
 const filePath = z

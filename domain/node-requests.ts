@@ -2,7 +2,7 @@
 // and every signal before it changes anything (issue 25 item 3). An operator's form in the UI can
 // send anything; a malformed message must change nothing and fail no workflow task.
 import { z } from 'zod';
-import { PoolSpecSchema } from './config';
+import { PoolSpecSchema } from './pool-spec';
 
 const id = z.string().min(1).max(1000);
 const uid = z.string().min(1).max(128);

@@ -1,6 +1,6 @@
 // The pool workflow's messages as zod schemas (issue 25 item 3): validated before admission.
 import { z } from 'zod';
-import { PoolSpecSchema } from './config';
+import { PoolSpecSchema } from './pool-spec';
 
 const name = z.string().min(1).max(253);
 const uid = z.string().max(128);

@@ -111,20 +111,20 @@ const configuredIn = (execution: WorkflowExecutionInfo): string[] => {
 };
 
 /**
- * A pool with no open workflow: 'starting' when a control plane on this task queue lists it among
- * its pools, or when no pool of it is open yet (no control plane has started: it may well be);
- * 'unknown' when the control plane is up and does not serve it (a mistake in the request).
+ * A pool with no open workflow: 'starting' when it is configured (an open pool of this control
+ * plane lists it in its memo, or it ran before: a closed pool is started again by the control
+ * worker); 'unknown' when nothing says so (a mistake in the request: a pool, task queue or
+ * namespace no control plane serves).
  */
 export async function unopenedPool(
   client: Client,
   pool: string,
   taskQueue: string,
 ): Promise<'starting' | 'unknown'> {
+  const ran = await unlessGone(() => client.workflow.getHandle(poolWorkflowId(pool)).describe(), undefined);
+  if (ran?.taskQueue === taskQueue) return 'starting';
   const query = `WorkflowType = '${POOL_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, '')}'`;
-  let open = 0;
-  for await (const execution of client.workflow.list({ query })) {
-    open++;
+  for await (const execution of client.workflow.list({ query }))
     if (configuredIn(execution).includes(pool)) return 'starting';
-  }
-  return open === 0 ? 'starting' : 'unknown';
+  return 'unknown';
 }
