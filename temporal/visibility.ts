@@ -1,5 +1,6 @@
 // The durable known set: open lease and node workflows of this control plane (its task queue),
-// read from Temporal visibility. Compact facts only.
+// listed from Temporal visibility, or read one by one by id (a describe: the workflow's own state,
+// which visibility trails). Compact facts only.
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId } from '../domain/ids';
 import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
