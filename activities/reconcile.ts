@@ -31,6 +31,11 @@ export interface ReconcileSummary {
   /** Leases whose workflow closed without a release: addresses collected, or the lease started again. */
   leaksCollected?: number;
   leasesRecovered?: number;
+  /**
+   * Open leases on interfaces the pod watcher does not read (`kubernetes.podInterfaces`): only
+   * this sweep releases them once their pod is gone.
+   */
+  leasesUnwatched?: number;
   /** Set when the run could not read the cluster (the counts are then 0): why. */
   skipped?: string;
 }
@@ -88,6 +93,7 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       nodesDeleted: 0,
       nodesReplaced: 0,
     };
+    noteUnwatched(summary, leases);
     const releaseGraceMs = (config.kubernetes?.releaseGraceSeconds ?? 5) * 1000;
     const count = async (done: 'released' | 'confirmedRunning' | 'kept') => {
       if (done === 'released') summary.released++;
@@ -129,6 +135,19 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
     // A pool workflow terminated from the UI is started again (it rebuilds its blocks).
     await reopenClosedPools(client, config);
     return summary;
+  }
+
+  /** Leases the pod watcher never reads by id: counted, and named once per run in a warning. */
+  function noteUnwatched(summary: ReconcileSummary, leases: KnownLease[]): void {
+    const watched = config.kubernetes?.watch ? config.kubernetes.podInterfaces : undefined;
+    if (!watched) return;
+    const unwatched = leases.filter((l) => !madeByHand(l.podUid) && !watched.includes(l.ifName));
+    if (unwatched.length === 0) return;
+    summary.leasesUnwatched = unwatched.length;
+    Context.current().log.warn(
+      'open leases on interfaces the pod watcher does not read: only the reconciler releases them; add the interfaces to kubernetes.podInterfaces',
+      { interfaces: [...new Set(unwatched.map((l) => l.ifName))], leases: unwatched.length },
+    );
   }
 
   /** Leases closed without a release: their addresses back to the node, or the lease started again. */

@@ -15,13 +15,17 @@ export type PodDecision =
 
 /** Phases a Running pod still has to be confirmed for (the lease remembers it if not yet Active). */
 const AWAITING_RUNNING = new Set(['Producing', 'Produced', 'Consumed', 'Activating', 'Active', 'Stalled']);
+/** A lease in these phases has its release: another one would only cost it a workflow task. */
+const RELEASING = new Set(['Releasing', 'Released']);
 
 /**
  * `pod`: the pod with the lease's UID from a quorum read, or undefined when no pod has that UID.
  * Released only when the pod is gone or terminal, never for a pod that exists otherwise, whatever
- * its phase or IPs (seed 001); a Terminating pod still exists, its sandbox may still run.
+ * its phase or IPs (seed 001); a Terminating pod still exists, its sandbox may still run. A lease
+ * is sent only what it does not have yet: no release once it is releasing.
  */
 export function decidePod(lease: LeaseFacts, pod: PodFact | undefined): PodDecision {
+  if (RELEASING.has(lease.phase)) return { action: 'keep', why: 'lease is already releasing' };
   if (!pod)
     return { action: 'release', reason: `pod ${lease.podRef} (uid ${lease.podUid}) no longer exists` };
   if (pod.uid !== lease.podUid)
@@ -48,6 +52,15 @@ export function decideNode(knownUid: string | undefined, liveUid: string | undef
     ...(knownUid && knownUid !== liveUid ? { deleted: knownUid } : {}),
     ...(liveUid && liveUid !== knownUid ? { observed: liveUid } : {}),
   };
+}
+
+/**
+ * Whether a watched Node may tell its node workflow, which holds incarnation `knownUid` ('' for
+ * none), anything: a UID it does not hold, or the end of the one it holds. Only then is a quorum
+ * read worth making (decideNode decides on that read, never on the event).
+ */
+export function nodeEventAsks(knownUid: string, watched: { uid: string; deleted: boolean }): boolean {
+  return watched.deleted ? watched.uid === knownUid : watched.uid !== knownUid;
 }
 
 /**

@@ -125,6 +125,17 @@ export const KubernetesSchema = z
     watchConcurrency: z.number().int().min(1).max(256).default(16),
     /** Replicas take turns at the watches; `false`: every replica watches (duplicate work, still safe). */
     watchLeadership: z.union([z.literal(false), WatchLeadershipSchema]).default({ durationSeconds: 15 }),
+    /**
+     * The interfaces (CNI_IFNAME) a pod's leases may be on: the pod watcher reads each of a pod's
+     * leases by its id, `lease/<uid>/<ifName>`, never by a visibility list. A lease on another
+     * interface is released by the reconciler's sweep only, which counts it (`leasesUnwatched`).
+     */
+    podInterfaces: z
+      .array(z.string().min(1).max(15))
+      .min(1)
+      .max(16)
+      .refine((names) => new Set(names).size === names.length, 'names an interface twice')
+      .default(['eth0']),
   })
   .strict();
 export type KubernetesConfig = z.infer<typeof KubernetesSchema>;

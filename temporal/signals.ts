@@ -17,8 +17,8 @@ export const signalRelease = (client: Client, leaseId: string, reason: string, r
     client.workflow.getHandle(leaseId, runId).signal(releaseSignal, { reason, nodeGone: false }),
   );
 
-export const signalPodRunning = (client: Client, leaseId: string) =>
-  ignoringClosed(() => client.workflow.getHandle(leaseId).signal(podRunningSignal));
+export const signalPodRunning = (client: Client, leaseId: string, runId?: string) =>
+  ignoringClosed(() => client.workflow.getHandle(leaseId, runId).signal(podRunningSignal));
 
 export const signalNodeObserved = (client: Client, nodeName: string, uid: string) =>
   ignoringClosed(() =>
@@ -32,18 +32,22 @@ export const signalNodeDeleted = (client: Client, nodeName: string, uid: string)
 
 /**
  * Carries out a pod decision on one lease; returns what it did ('kept' when nothing). `source`
- * (watcher, reconciler) prefixes the release reason, so the lease says who released it.
+ * (watcher, reconciler) prefixes the release reason, so the lease says who released it. With
+ * `runId`, only the run the decision was made on hears it.
  */
 export async function applyPodDecision(
   client: Client,
   leaseId: string,
   decision: PodDecision,
   source: string,
+  runId?: string,
 ): Promise<'released' | 'confirmedRunning' | 'kept'> {
-  if (decision.action === 'release')
-    return (await signalRelease(client, leaseId, `${source}: ${decision.reason}`)) ? 'released' : 'kept';
+  if (decision.action === 'release') {
+    const sent = await signalRelease(client, leaseId, `${source}: ${decision.reason}`, runId);
+    return sent ? 'released' : 'kept';
+  }
   if (decision.action === 'confirmRunning')
-    return (await signalPodRunning(client, leaseId)) ? 'confirmedRunning' : 'kept';
+    return (await signalPodRunning(client, leaseId, runId)) ? 'confirmedRunning' : 'kept';
   return 'kept';
 }
 

@@ -1,15 +1,17 @@
 // The durable known set: open lease and node workflows of this control plane (its task queue),
-// read from Temporal visibility. Compact facts only.
+// listed from Temporal visibility, or read one by one by id (a describe: the workflow's own state,
+// which visibility trails). Compact facts only.
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import { DEFAULT_NETWORK_IFNAME } from '../domain/conflist';
-import { leaseWorkflowId } from '../domain/ids';
+import { leaseWorkflowId, nodeWorkflowId } from '../domain/ids';
 import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
+import { NODE_WORKFLOW_TYPE } from '../workflows/node-messages';
 import { unlessGone } from './workflow-gone';
 
 export interface KnownLease {
   workflowId: string;
   podUid: string;
   podRef: string;
+  ifName: string;
   phase: string;
 }
 
@@ -40,6 +42,7 @@ export function knownLeases(client: Client, taskQueue: string, extra = ''): Prom
     workflowId,
     podUid: first(a.PodUID),
     podRef: first(a.PodRef),
+    ifName: first(a.IfName),
     phase: first(a.LeasePhase),
   }));
 }
@@ -53,24 +56,37 @@ export function knownNodes(client: Client, taskQueue: string): Promise<KnownNode
   }));
 }
 
-const listedLeasesOfPod = (client: Client, taskQueue: string, podUid: string) =>
-  knownLeases(client, taskQueue, ` AND PodUID = '${podUid.replace(/'/g, '')}'`);
+/**
+ * The open leases of a pod on these interfaces, each read by its id `lease/<uid>/<ifName>` (a
+ * describe is the workflow's own state, and costs the same however many leases are open; a
+ * visibility list grows with them and lags the workflows by a second or more under load).
+ */
+export async function leasesOfPodById(
+  client: Client,
+  taskQueue: string,
+  podUid: string,
+  ifNames: readonly string[],
+): Promise<LeaseExecution[]> {
+  const read = await Promise.all(
+    ifNames.map((ifName) => describeLease(client, taskQueue, leaseWorkflowId(podUid, ifName))),
+  );
+  return read.filter((lease): lease is LeaseExecution => lease?.open === true && lease.podUid === podUid);
+}
 
 /**
- * The open leases of a pod: its primary interface's lease read by id (a describe is the workflow's
- * own state), and whatever visibility lists. On a production cluster visibility lags the workflows
- * by a second or more under load: a deletion handled before the pod's just-made lease is listed
- * would release nothing and leave it to the reconciler's next run.
+ * A node workflow read by its id `node/<name>` (a describe, not visibility): its current
+ * incarnation ('' when none). undefined when no node workflow of that name runs on this task queue.
  */
-export async function leasesOfPod(client: Client, taskQueue: string, podUid: string): Promise<KnownLease[]> {
-  const [primary, listed] = await Promise.all([
-    describeLease(client, taskQueue, leaseWorkflowId(podUid, DEFAULT_NETWORK_IFNAME)),
-    listedLeasesOfPod(client, taskQueue, podUid),
-  ]);
-  if (!primary?.open || primary.podUid !== podUid) return listed;
-  const { workflowId, podRef, phase } = primary;
-  const read = { workflowId, podUid: primary.podUid, podRef, phase };
-  return [read, ...listed.filter((lease) => lease.workflowId !== workflowId)];
+export async function describeNode(
+  client: Client,
+  taskQueue: string,
+  nodeName: string,
+): Promise<KnownNode | undefined> {
+  const e = await unlessGone(() => client.workflow.getHandle(nodeWorkflowId(nodeName)).describe(), undefined);
+  if (!e || e.type !== NODE_WORKFLOW_TYPE || e.taskQueue !== taskQueue || e.status.name !== 'RUNNING')
+    return undefined;
+  const a = e.searchAttributes as Record<string, unknown>;
+  return { workflowId: e.workflowId, name: nodeName, uid: first(a.NodeUID) };
 }
 
 export const leasesOfNode = (client: Client, taskQueue: string, nodeName: string) =>

@@ -85,18 +85,19 @@ export class Scenario {
     this.worker = undefined;
   }
 
-  /** The ADD the shim makes, for a pod that exists in the cluster. */
+  /** The ADD the shim makes, for a pod that exists in the cluster (`ifName`: a secondary network's). */
   async add(
     podName: string,
     podUid: string,
     nodeName: string,
     containerId = `ctr-${randomUUID()}`,
+    ifName = 'eth0',
   ): Promise<AddressGrant[]> {
     const start: LeaseStart = {
       podUid,
       podNamespace: this.cluster.namespace,
       podName,
-      ifName: 'eth0',
+      ifName,
       nodeName,
       pool: this.temporal.taskQueue,
       mode: 'ipam',
@@ -104,7 +105,7 @@ export class Scenario {
     const grant = await consumeLease(this.temporal.client, this.temporal.taskQueue, start, {
       containerId,
       netns: `/var/run/netns/${containerId}`,
-      ifName: 'eth0',
+      ifName,
       terms: termsOf(start),
     });
     return grant.addresses;
@@ -115,25 +116,25 @@ export class Scenario {
     return untilListed(this.temporal.client, this.temporal.taskQueue, podsListed(...podUids));
   }
 
-  lease(podUid: string) {
-    return this.temporal.client.workflow.getHandle(leaseWorkflowId(podUid, 'eth0'));
+  lease(podUid: string, ifName = 'eth0') {
+    return this.temporal.client.workflow.getHandle(leaseWorkflowId(podUid, ifName));
   }
 
-  async leaseState(podUid: string): Promise<LeaseState> {
-    const handle = this.lease(podUid);
+  async leaseState(podUid: string, ifName = 'eth0'): Promise<LeaseState> {
+    const handle = this.lease(podUid, ifName);
     const description = await handle.describe();
     return description.status.name === 'RUNNING' ? handle.query(leaseStateQuery) : handle.result();
   }
 
   /** Waits until the lease is in `phase` (it may not exist yet: pre-produce starts it). */
-  async waitForPhase(podUid: string, phase: string, timeoutMs = 60000): Promise<LeaseState> {
-    const read = () => unlessGone(() => this.leaseState(podUid), undefined);
+  async waitForPhase(podUid: string, phase: string, timeoutMs = 60000, ifName = 'eth0'): Promise<LeaseState> {
+    const read = () => unlessGone(() => this.leaseState(podUid, ifName), undefined);
     return waitForValue(
       read,
       (s): s is LeaseState => s?.phase === phase,
       timeoutMs,
       200,
-      `lease of pod ${podUid} in ${phase}`,
+      `${ifName} lease of pod ${podUid} in ${phase}`,
     );
   }
 

@@ -7,7 +7,7 @@ import { tsToMs } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { ReconcileSummary } from '../../activities/reconcile';
 import { nodeWorkflowId, poolWorkflowId, reconcileScheduleId } from '../../domain/ids';
-import { knownLeases, leasesOfNode, leasesOfPod } from '../../temporal/visibility';
+import { knownLeases, leasesOfNode } from '../../temporal/visibility';
 import { poolStateQuery } from '../../workflows/pool-messages';
 import { percentile } from '../bench/figures';
 import { rssMiB } from '../bench/proc';
@@ -89,7 +89,7 @@ export interface ListingFigure {
   allMs: number;
   perNodeLeases: number[];
   perNodeMs: number[];
-  /** By PodUID, as the control worker's pod watcher lists a pod's leases for each event. */
+  /** By PodUID, as netleasectl lists a pod's leases (the pod watcher did for each event until issue 27). */
   perPodMs: number[];
 }
 
@@ -101,7 +101,7 @@ const timed = async <T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
 
 /**
  * The open leases listed as the reconciler lists them, by NodeName as GC lists a node's, and by
- * PodUID as the pod watcher lists a pod's.
+ * PodUID as netleasectl lists a pod's (and the pod watcher did for each event until issue 27).
  */
 export async function listings(
   client: Client,
@@ -118,7 +118,8 @@ export async function listings(
     perNodeMs.push(one.ms);
   }
   const perPodMs: number[] = [];
-  for (const uid of podUids) perPodMs.push((await timed(() => leasesOfPod(client, taskQueue, uid))).ms);
+  for (const uid of podUids)
+    perPodMs.push((await timed(() => knownLeases(client, taskQueue, ` AND PodUID = '${uid}'`))).ms);
   return { allLeases: all.value.length, allMs: all.ms, perNodeLeases, perNodeMs, perPodMs };
 }
 

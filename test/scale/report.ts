@@ -31,7 +31,7 @@ const ROWS: Array<[string, (s: SizeFigures) => string]> = [
     (s) => `${ms(p50(s.listing.perNodeMs))} / ${ms(Math.max(...s.listing.perNodeMs))}`,
   ],
   [
-    'list by PodUID ms p50 / max (pod watcher, per event)',
+    'list by PodUID ms p50 / max (netleasectl; no longer the pod watcher)',
     (s) => `${ms(p50(s.listing.perPodMs))} / ${ms(Math.max(...s.listing.perPodMs))}`,
   ],
   [

@@ -1,4 +1,4 @@
-import { decideNode, decidePod } from '../../domain/cluster-decisions';
+import { decideNode, decidePod, nodeEventAsks } from '../../domain/cluster-decisions';
 import { PodSchema, podFact, type PodFact } from '../../domain/k8s';
 
 const lease = { podUid: 'uid-1', podRef: 'ns/web-0', phase: 'Active' };
@@ -59,6 +59,20 @@ describe('decidePod', () => {
       expect(decidePod({ ...lease, phase }, pod({ phase: 'Running' })).action).toBe('keep');
   });
 
+  test('a lease already releasing is sent nothing: its pod gone, terminal, recreated or Running', () => {
+    for (const phase of ['Releasing', 'Released'])
+      for (const seen of [
+        undefined,
+        pod({ phase: 'Failed' }),
+        pod({ uid: 'uid-2' }),
+        pod({ phase: 'Running' }),
+      ])
+        expect(decidePod({ ...lease, phase }, seen)).toEqual({
+          action: 'keep',
+          why: 'lease is already releasing',
+        });
+  });
+
   test('a Terminating pod is kept, and says so', () => {
     expect(decidePod(lease, pod({ terminating: true }))).toEqual({
       action: 'keep',
@@ -80,6 +94,21 @@ describe('decideNode', () => {
   test('nothing known yet: the live one is observed', () => {
     expect(decideNode(undefined, 'u2')).toEqual({ observed: 'u2' });
     expect(decideNode(undefined, undefined)).toEqual({});
+  });
+});
+
+describe('nodeEventAsks: whether a watched Node is worth a quorum read', () => {
+  test('the incarnation the node workflow holds, watched alive: nothing to tell', () => {
+    expect(nodeEventAsks('u1', { uid: 'u1', deleted: false })).toBe(false);
+  });
+  test('its deletion, or another UID under the name: worth a read', () => {
+    expect(nodeEventAsks('u1', { uid: 'u1', deleted: true })).toBe(true);
+    expect(nodeEventAsks('u1', { uid: 'u2', deleted: false })).toBe(true);
+    expect(nodeEventAsks('', { uid: 'u2', deleted: false })).toBe(true);
+  });
+  test('the deletion of an incarnation it does not hold (retired or never seen): nothing to tell', () => {
+    expect(nodeEventAsks('u2', { uid: 'u1', deleted: true })).toBe(false);
+    expect(nodeEventAsks('', { uid: 'u1', deleted: true })).toBe(false);
   });
 });
 

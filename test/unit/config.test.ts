@@ -20,6 +20,13 @@ test('YAML with defaults', () => {
   });
 });
 
+test('kubernetes: the pod watcher reads the eth0 lease of each pod unless told other interfaces', () => {
+  const pools = 'pools:\n  - name: default\n    cidrs: [198.18.0.0/16]\n';
+  const read = (kubernetes: string) => parseConfigText(`${pools}kubernetes:${kubernetes}`, 'netlease.yaml');
+  expect(read(' {}').kubernetes?.podInterfaces).toEqual(['eth0']);
+  expect(read(' {podInterfaces: [eth0, net1]}').kubernetes?.podInterfaces).toEqual(['eth0', 'net1']);
+});
+
 test.each([
   [
     '{"pools":[{"name":"a","cidrs":["198.18.0.0/33"]}]}',
@@ -47,6 +54,14 @@ test.each([
     /temporal\.tls\.clientKeyFile: required with clientCertFile/,
   ],
   ['{"pools":[{"name":"a","cidrs":["198.18.0.0/16"],"gatway":"none"}]}', /pools\[0\]: .*gatway/],
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/16"]}],"kubernetes":{"podInterfaces":["eth0","eth0"]}}',
+    /kubernetes\.podInterfaces: names an interface twice/,
+  ],
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/16"]}],"kubernetes":{"podInterfaces":[]}}',
+    /kubernetes\.podInterfaces: /,
+  ],
 ])('config.json %s is rejected naming the field', (text, message) => {
   expect(() => parseConfigText(text, 'config.json')).toThrow(message);
 });

@@ -1,7 +1,7 @@
 // The control worker's pod and node watches. With several replicas one runs them at a time (the
 // holder of a coordination.k8s.io Lease): every replica handling every pod event did the same
-// quorum reads, queries and signals N times. Correctness never rested on it (each event is a
-// hint checked by a quorum read, each signal idempotent), so two holders for a moment cost only
+// quorum reads, queries and signals N times. Correctness never rested on it (every message a
+// watch sends follows a quorum read, each signal idempotent), so two holders for a moment cost only
 // duplicate work. A new holder triggers a reconcile run: events no replica watched are caught.
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -53,8 +53,8 @@ export function startWatches(site: WatchSite): Watches {
 }
 
 function watchPodsAndNodes({ kube, reader, client, taskQueue, settings, log }: WatchSite): () => void {
-  const pods = new PodEvents(reader, client, taskQueue);
-  const nodes = new NodeEvents(reader, client);
+  const pods = new PodEvents(reader, client, taskQueue, settings.podInterfaces);
+  const nodes = new NodeEvents(reader, client, taskQueue);
   const options = { concurrency: settings.watchConcurrency };
   const reportFor = (resource: string) => (err: unknown) =>
     log.warn({ watch: resource, error: errorMessage(err) }, 'watch error; reopening');
