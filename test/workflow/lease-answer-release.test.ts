@@ -2,14 +2,12 @@
 // agent answered an ADD from its offer and made the interface, and the pod was deleted before the
 // confirmation reached the lease. Whichever the lease handles first, the release removes the
 // answered sandbox's interface and gives the addresses back once, and the history replays.
-import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Produced } from '../../activities/addresses';
 import type { AttachmentInput } from '../../domain/dataplane';
 import { ActivationPolicySchema } from '../../domain/config';
 import { nodeTaskQueue } from '../../domain/dataplane';
 import { confirmAnswerUpdateId, leaseWorkflowId } from '../../domain/ids';
 import type { LeaseStart } from '../../domain/lease';
-import { prebuiltBundle } from '../../worker/control/bundle';
 import {
   confirmAnswerUpdate,
   LEASE_WORKFLOW_TYPE,
@@ -18,9 +16,8 @@ import {
   releaseSignal,
 } from '../../workflows/lease-messages';
 import { expectReplayed } from '../harness/replay';
-import { tcpProxy } from '../harness/tcp-proxy';
-import { temporalAddress, uniqueName } from '../harness/temporal';
-import { admitted } from '../harness/update-stage';
+import { uniqueName } from '../harness/temporal';
+import { heldTask } from '../harness/one-task';
 import { waitForValue } from '../harness/wait';
 import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
@@ -71,18 +68,8 @@ test.each(['release first', 'answer first'] as const)(
     };
     const workflowId = leaseWorkflowId(start.podUid, 'eth0');
     const taskQueue = uniqueName('tq-wf-answer');
-    // The first control worker is cut off without telling the server: the next one gets one task
-    // holding everything sent meanwhile.
-    const proxy = await tcpProxy(temporalAddress());
-    const connection = await NativeConnection.connect({ address: proxy.address });
-    const gone = await Worker.create({
-      connection,
-      taskQueue,
-      workflowBundle: prebuiltBundle(),
-      activities: control,
-      stickyQueueScheduleToStartTimeout: '1 second',
-    });
-    const goneRun = gone.run();
+    // The first control worker is cut off before the messages: the next one gets them in one task.
+    const held = await heldTask(t.env, taskQueue, control);
     const handle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
       workflowId,
       taskQueue,
@@ -94,7 +81,7 @@ test.each(['release first', 'answer first'] as const)(
       (s) => s.phase === 'Produced',
       15_000,
     );
-    await proxy.cut();
+    await held.cut();
 
     const sandbox = {
       containerId: `ctr-${order.replace(' ', '-')}`,
@@ -115,7 +102,7 @@ test.each(['release first', 'answer first'] as const)(
       confirmed = handle
         .executeUpdate(confirmAnswerUpdate, { args: [answer], updateId })
         .catch((e: unknown) => e);
-      await admitted(t.env.client, workflowId, updateId);
+      await held.admitted(workflowId, updateId);
     };
     if (order === 'release first') {
       await release();
@@ -124,19 +111,7 @@ test.each(['release first', 'answer first'] as const)(
       await confirm();
       await release();
     }
-    await waitForValue(
-      async () =>
-        ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes),
-      (timedOut) => timedOut.length >= 1,
-      15_000,
-    );
-    const next = await Worker.create({
-      connection: t.env.nativeConnection,
-      taskQueue,
-      workflowBundle: prebuiltBundle(),
-      activities: control,
-    });
-    const nextRun = next.run();
+    await held.next(workflowId);
     const result = await handle.result();
     await confirmed;
     expect(result.phase).toBe('Released');
@@ -144,13 +119,7 @@ test.each(['release first', 'answer first'] as const)(
     expect(deactivated.filter((id) => id === sandbox.containerId).length).toBeGreaterThanOrEqual(1);
     expect(returned.filter((id) => id === workflowId)).toHaveLength(1);
 
-    await proxy.restore();
-    gone.shutdown();
-    await goneRun;
-    await connection.close();
-    await proxy.close();
-    next.shutdown();
-    await nextRun;
+    await held.close();
     await expectReplayed({ client: t.env.client, taskQueue }, 1);
   },
 );

@@ -5,14 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { consumeLease } from '../../cni/consume';
 import type { Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
 import { nodeTaskQueue } from '../../domain/dataplane';
 import { leaseWorkflowId } from '../../domain/ids';
 import { termsOf, type LeaseStart } from '../../domain/lease';
-import { prebuiltBundle } from '../../worker/control/bundle';
 import {
   deactivateUpdate,
   leaseStateQuery,
@@ -20,9 +18,8 @@ import {
   releaseSignal,
 } from '../../workflows/lease-messages';
 import { expectReplayed, historyFromShowJson, replayErrorOf } from '../harness/replay';
-import { tcpProxy } from '../harness/tcp-proxy';
-import { temporalAddress, uniqueName } from '../harness/temporal';
-import { admitted } from '../harness/update-stage';
+import { uniqueName } from '../harness/temporal';
+import { heldTask } from '../harness/one-task';
 import { waitForValue } from '../harness/wait';
 import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
@@ -122,18 +119,8 @@ test.each(['Running', 'Active'] as const)(
     // A task queue of this case's own: no worker of another case takes its task.
     const taskQueue = uniqueName('tq-wf-order');
     const sandbox = { containerId: 'ctr-1', netns: '/var/run/netns/x', ifName: 'eth0' };
-    // The first control worker talks through a proxy the test cuts: gone without telling the server,
-    // so its sticky task times out (quickly) and the next worker gets the task with everything in it.
-    const proxy = await tcpProxy(temporalAddress());
-    const connection = await NativeConnection.connect({ address: proxy.address });
-    const gone = await Worker.create({
-      connection,
-      taskQueue,
-      workflowBundle: prebuiltBundle(),
-      activities: control,
-      stickyQueueScheduleToStartTimeout: '1 second',
-    });
-    const goneRun = gone.run();
+    // The first control worker is cut off before the messages: the next one gets them in one task.
+    const held = await heldTask(t.env, taskQueue, control);
     await consumeLease(t.env.client, taskQueue, start, { ...sandbox, terms: termsOf(start) });
     // Active: its stall timer is pending, and the release ends it (the soak's second history).
     if (phase === 'Running') await handle.signal(podRunningSignal);
@@ -142,26 +129,14 @@ test.each(['Running', 'Active'] as const)(
       (s) => s.phase === phase,
       15_000,
     );
-    await proxy.cut();
+    await held.cut();
 
     const updateId = uniqueName('del');
     const deactivated = handle.executeUpdate(deactivateUpdate, { args: [sandbox], updateId });
-    await admitted(t.env.client, handle.workflowId, updateId);
+    await held.admitted(handle.workflowId, updateId);
     await handle.signal(releaseSignal, { reason: 'pod gone' });
     await handle.signal(releaseSignal, { reason: 'pod gone' });
-    await waitForValue(
-      async () =>
-        ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskTimedOutEventAttributes),
-      (timedOut) => timedOut.length === 1,
-      15_000,
-    );
-    const next = await Worker.create({
-      connection: t.env.nativeConnection,
-      taskQueue,
-      workflowBundle: prebuiltBundle(),
-      activities: control,
-    });
-    const nextRun = next.run();
+    await held.next(handle.workflowId);
     expect(await deactivated).toBe(true);
     expect((await handle.result()).phase).toBe('Released');
     expect(returned.filter((id) => id === handle.workflowId)).toHaveLength(1);
@@ -188,13 +163,7 @@ test.each(['Running', 'Active'] as const)(
       ...deactivateCommands,
     ]);
 
-    await proxy.restore();
-    gone.shutdown();
-    await goneRun;
-    await connection.close();
-    await proxy.close();
-    next.shutdown();
-    await nextRun;
+    await held.close();
     await expectReplayed({ client: t.env.client, taskQueue }, 1);
   },
 );
