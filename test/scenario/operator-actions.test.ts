@@ -1,8 +1,6 @@
 // Every button the Temporal UI (and CLI) offers an operator, pressed on the node and pool workflows
 // (issue 25 items 2 and 3): Terminate, Reset, Request Cancellation, and signals and updates with
 // empty or made-up input. None may hand a live pod's address to another pod or wedge a node.
-import { randomUUID } from 'node:crypto';
-import { temporal } from '@temporalio/proto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { nodeWorkflowId, poolWorkflowId } from '../../domain/ids';
 import {
@@ -22,9 +20,17 @@ import {
 } from '../../workflows/pool-messages';
 import { nodeReplacedSignal } from '../../workflows/lease-messages';
 import { currentDetails } from '../harness/history';
+import {
+  addFresh as addFreshTo,
+  failedTasks,
+  misowned,
+  nodeWithPods as podsOn,
+  resetToStart,
+  signalFromForm,
+  type HeldAddresses,
+} from '../harness/operator-actions';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
-import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
 let scenario: Scenario;
@@ -33,71 +39,16 @@ afterAll(async () => scenario?.close());
 
 const client = () => scenario.temporal.client;
 const pool = () => scenario.temporal.taskQueue;
-
-/** A node with `count` pods added through the control worker; their addresses, per pod uid. */
-async function nodeWithPods(prefix: string, count: number) {
-  const node = uniqueName(prefix);
-  await scenario.cluster.createNode(node);
-  const held = new Map<string, string[]>();
-  for (let i = 0; i < count; i++) {
-    const name = `${prefix}-${i}`;
-    const uid = await scenario.cluster.createPod(name, node);
-    held.set(
-      uid,
-      (await scenario.add(name, uid, node)).map((g) => g.address),
-    );
-  }
-  return { node, held };
-}
+const nodeWithPods = (prefix: string, count: number) => podsOn(scenario, prefix, count);
+const addFresh = (node: string, held: HeldAddresses) => addFreshTo(scenario, node, held);
 
 /** No address of a live lease is allocated to another owner, and each is allocated to its own. */
-async function expectEveryLiveAddressOwned(node: string, held: Map<string, string[]>) {
-  const table = await waitForValue(
-    () => scenario.table(node),
-    (t) => t !== undefined,
-    30_000,
-  );
-  for (const [uid, addresses] of held)
-    for (const address of addresses) expect(table?.allocations[address]?.owner).toBe(`lease/${uid}/eth0`);
-}
-
-/** A new pod's addresses, none of which any of `held` has. */
-async function addFresh(node: string, held: Map<string, string[]>): Promise<string[]> {
-  const name = uniqueName('fresh');
-  const uid = await scenario.cluster.createPod(name, node);
-  const addresses = (await scenario.add(name, uid, node)).map((g) => g.address);
-  const taken = [...held.values()].flat();
-  expect(addresses.filter((a) => taken.includes(a))).toEqual([]);
-  held.set(uid, addresses);
-  return addresses;
-}
-
-/** The event id of a run's first completed workflow task (a reset point). */
-async function firstTaskCompleted(workflowId: string) {
-  const events = (await client().workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const completed = events.find((e) => e.workflowTaskCompletedEventAttributes);
-  if (!completed?.eventId) throw new Error(`${workflowId} has no completed workflow task`);
-  return completed.eventId;
-}
-
-/** What the UI's Reset does, to the first workflow task, reapplying signals but not updates. */
-async function resetToStart(workflowId: string): Promise<void> {
-  const { ResetReapplyExcludeType } = temporal.api.enums.v1;
-  await client().workflowService.resetWorkflowExecution({
-    namespace: client().options.namespace,
-    workflowExecution: { workflowId },
-    reason: 'operator test',
-    workflowTaskFinishEventId: await firstTaskCompleted(workflowId),
-    requestId: randomUUID(),
-    resetReapplyExcludeTypes: [ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE],
-  });
-}
+const expectEveryLiveAddressOwned = async (node: string, held: HeldAddresses) =>
+  expect(await misowned(scenario, node, held)).toEqual([]);
 
 /** No workflow task of the workflow failed (a handler that threw would fail every one). */
-async function expectNoFailedTask(workflowId: string) {
-  const events = (await client().workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  expect(events.filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
-}
+const expectNoFailedTask = async (workflowId: string) =>
+  expect(await failedTasks(client(), workflowId)).toEqual([]);
 
 test('a terminated node workflow is started again with its table rebuilt: no live address is handed out', async () => {
   const { node, held } = await nodeWithPods('term', 3);
@@ -109,7 +60,7 @@ test('a terminated node workflow is started again with its table rebuilt: no liv
 
 test('a node workflow reset to its first task (updates not reapplied) rebuilds its table before it is used', async () => {
   const { node, held } = await nodeWithPods('reset', 3);
-  await resetToStart(nodeWorkflowId(node));
+  await resetToStart(client(), nodeWorkflowId(node));
   await addFresh(node, held);
   await addFresh(node, held);
   await expectEveryLiveAddressOwned(node, held);
@@ -146,24 +97,7 @@ test('node signals with no input or a made-up uid change nothing and fail no wor
   const { node, held } = await nodeWithPods('signals', 1);
   const handle = client().workflow.getHandle(nodeWorkflowId(node));
   const before = await handle.query(nodeStateQuery);
-  const send = (name: string, args: unknown[]) =>
-    client().workflowService.signalWorkflowExecution({
-      namespace: client().options.namespace,
-      workflowExecution: { workflowId: nodeWorkflowId(node) },
-      signalName: name,
-      requestId: randomUUID(),
-      // What the UI's empty form sends: no payload at all.
-      ...(args.length
-        ? {
-            input: {
-              payloads: args.map((a) => ({
-                metadata: { encoding: Buffer.from('json/plain') },
-                data: Buffer.from(JSON.stringify(a)),
-              })),
-            },
-          }
-        : {}),
-    });
+  const send = (name: string, args: unknown[]) => signalFromForm(client(), nodeWorkflowId(node), name, args);
   await send(nodeObservedSignal.name, []);
   await send(nodeDeletedSignal.name, []);
   await handle.signal(nodeObservedSignal, { uid: 'anything' });

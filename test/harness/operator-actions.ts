@@ -1,0 +1,114 @@
+// What an operator presses on a workflow in the Temporal UI or CLI (Reset to the first workflow
+// task, a signal's form sent empty or with made-up input), and a node with pods to press them on.
+// test/scenario/operator-actions asserts what follows; the history recorder records it.
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { Scenario } from './scenario';
+import { uniqueName } from './temporal';
+import { waitForValue } from './wait';
+
+/** The addresses each pod holds, by pod uid. */
+export type HeldAddresses = Map<string, string[]>;
+
+/** A node with `count` pods added through the control worker; their addresses, per pod uid. */
+export async function nodeWithPods(
+  scenario: Scenario,
+  prefix: string,
+  count: number,
+): Promise<{ node: string; held: HeldAddresses; pods: Array<{ name: string; uid: string }> }> {
+  const node = uniqueName(prefix);
+  await scenario.cluster.createNode(node);
+  const held: HeldAddresses = new Map();
+  const pods: Array<{ name: string; uid: string }> = [];
+  for (let i = 0; i < count; i++) {
+    const name = `${prefix}-${i}`;
+    const uid = await scenario.cluster.createPod(name, node);
+    pods.push({ name, uid });
+    held.set(
+      uid,
+      (await scenario.add(name, uid, node)).map((g) => g.address),
+    );
+  }
+  return { node, held, pods };
+}
+
+/** A new pod's addresses (added to `held`); throws if a pod of `held` has one of them. */
+export async function addFresh(scenario: Scenario, node: string, held: HeldAddresses): Promise<string[]> {
+  const name = uniqueName('fresh');
+  const uid = await scenario.cluster.createPod(name, node);
+  const addresses = (await scenario.add(name, uid, node)).map((g) => g.address);
+  const taken = [...held.values()].flat().filter((a) => addresses.includes(a));
+  if (taken.length)
+    throw new Error(`a fresh pod on ${node} got addresses a live pod holds: ${taken.join(', ')}`);
+  held.set(uid, addresses);
+  return addresses;
+}
+
+/** Each address of `held` the node's table does not allocate to its own lease, with its owner there. */
+export async function misowned(scenario: Scenario, node: string, held: HeldAddresses): Promise<string[]> {
+  const table = await waitForValue(
+    () => scenario.table(node),
+    (t) => t !== undefined,
+    30_000,
+  );
+  const wrong: string[] = [];
+  for (const [uid, addresses] of held)
+    for (const address of addresses) {
+      const owner = table?.allocations[address]?.owner;
+      if (owner !== `lease/${uid}/eth0`) wrong.push(`${address}: ${owner ?? 'not allocated'}`);
+    }
+  return wrong;
+}
+
+/** The event id of a run's first completed workflow task (a reset point). */
+async function firstTaskCompleted(client: Client, workflowId: string) {
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const completed = events.find((e) => e.workflowTaskCompletedEventAttributes);
+  if (!completed?.eventId) throw new Error(`${workflowId} has no completed workflow task`);
+  return completed.eventId;
+}
+
+/** What the UI's Reset does, to the first workflow task, reapplying signals but not updates. */
+export async function resetToStart(client: Client, workflowId: string): Promise<void> {
+  const { ResetReapplyExcludeType } = temporal.api.enums.v1;
+  await client.workflowService.resetWorkflowExecution({
+    namespace: client.options.namespace,
+    workflowExecution: { workflowId },
+    reason: 'operator test',
+    workflowTaskFinishEventId: await firstTaskCompleted(client, workflowId),
+    requestId: randomUUID(),
+    resetReapplyExcludeTypes: [ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE],
+  });
+}
+
+/** A signal as the UI's form sends it: no payload at all when `args` is empty, else JSON. */
+export async function signalFromForm(
+  client: Client,
+  workflowId: string,
+  signalName: string,
+  args: unknown[],
+): Promise<void> {
+  await client.workflowService.signalWorkflowExecution({
+    namespace: client.options.namespace,
+    workflowExecution: { workflowId },
+    signalName,
+    requestId: randomUUID(),
+    ...(args.length
+      ? {
+          input: {
+            payloads: args.map((a) => ({
+              metadata: { encoding: Buffer.from('json/plain') },
+              data: Buffer.from(JSON.stringify(a)),
+            })),
+          },
+        }
+      : {}),
+  });
+}
+
+/** The workflow's failed workflow tasks (a handler that threw would fail every one). */
+export async function failedTasks(client: Client, workflowId: string): Promise<unknown[]> {
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  return events.filter((e) => e.workflowTaskFailedEventAttributes);
+}
