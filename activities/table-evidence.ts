@@ -12,6 +12,7 @@ import {
   type HeldBlockEvidence,
   type LeaseEvidence,
   type NodeEvidence,
+  type PoolEvidence,
 } from '../domain/table-rebuild';
 import { contains, parseAddress, parsePrefix } from '../domain/cidr';
 import { knownNodes, leaseExecutions, leasesOfNode } from '../temporal/visibility';
@@ -39,6 +40,8 @@ export interface NodeEvidenceRequest {
   owners: string[];
   /** Pools the table knows; the configured ones are read as well. */
   pools: string[];
+  /** The run the evidence is for, echoed in the answer (workflows/node/rebuild). */
+  forRun?: string;
 }
 
 const beat = () => Context.current().heartbeat();
@@ -90,7 +93,7 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
     },
 
     /** The evidence a node table is rebuilt from (domain/table-rebuild). */
-    async nodeTableEvidence({ nodeName, owners, pools }: NodeEvidenceRequest): Promise<NodeEvidence> {
+    async nodeTableEvidence({ nodeName, owners, pools, forRun }: NodeEvidenceRequest): Promise<NodeEvidence> {
       const { taskQueue } = config.temporal;
       const listed = (await leasesOfNode(client, taskQueue, nodeName)).map((l) => l.workflowId);
       const leases: LeaseEvidence[] = [];
@@ -113,14 +116,14 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
         beat();
       }
       const specs = config.pools.filter((p) => names.has(p.name));
-      return { pools: specs, blocks, leases, closed, cooldownMs: config.reuseCooldownSeconds * 1000 };
+      return { pools: specs, blocks, leases, closed, cooldownMs: config.reuseCooldownSeconds * 1000, forRun };
     },
 
     /**
      * The evidence a pool's block table is rebuilt from: each open node workflow's blocks of the
      * pool, and the block of each open lease's address in it (a node whose table is lost as well).
      */
-    async poolTableEvidence({ pool }: { pool: string }): Promise<HeldBlockEvidence[]> {
+    async poolTableEvidence({ pool, forRun }: { pool: string; forRun?: string }): Promise<PoolEvidence> {
       const { taskQueue } = config.temporal;
       const held: HeldBlockEvidence[] = [];
       for (const node of await knownNodes(client, taskQueue)) {
@@ -133,7 +136,7 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
         beat();
       }
       const spec = config.pools.find((p) => p.name === pool);
-      if (!spec) return held;
+      if (!spec) return { held, forRun };
       const prefixes = spec.cidrs.map((c) => parsePrefix(c));
       const known = new Set(held.map((h) => h.cidr));
       for (const lease of await leaseExecutions(client, taskQueue, { open: true })) {
@@ -145,7 +148,7 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
           known.add(cidr);
         }
       }
-      return held;
+      return { held, forRun };
     },
   };
 }

@@ -33,6 +33,11 @@ export interface NodeEvidence {
   closed: string[];
   /** The configured reuse cooldown: an address the rebuild takes from a stale entry cools down. */
   cooldownMs: number;
+  /**
+   * The run the evidence was gathered for, as its request named it: read back from the activity's
+   * result, so a reset run replaying an earlier run's rebuild learns that it was not its own.
+   */
+  forRun?: string;
 }
 
 export interface RebuildReport {
@@ -182,6 +187,12 @@ export interface HeldBlockEvidence {
   cidr: string;
   node: string;
   incarnation: string;
+}
+
+/** What a pool's blocks are rebuilt from, and the run it was gathered for (as NodeEvidence). */
+export interface PoolEvidence {
+  held: HeldBlockEvidence[];
+  forRun?: string;
 }
 
 export interface PoolRebuildReport {

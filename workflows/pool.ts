@@ -29,7 +29,12 @@ import {
   ReturnBlocksRequestSchema,
   AcquireBlockRequestSchema,
 } from '../domain/pool-requests';
-import { rebuildBlockTable, type PoolRebuildReport } from '../domain/table-rebuild';
+import {
+  rebuildBlockTable,
+  type HeldBlockEvidence,
+  type PoolEvidence,
+  type PoolRebuildReport,
+} from '../domain/table-rebuild';
 import { untilTimeToContinue } from './continue-as-new';
 import { noteIgnored } from './notes';
 import {
@@ -219,12 +224,15 @@ class Pool {
 
   private async gatherAndApply(forRun: string, why: string): Promise<PoolRebuildReport> {
     setCurrentDetails(`rebuilding its blocks from the nodes and leases (${why})`);
-    const evidence = await poolTableEvidence({ pool: this.state.spec.name });
-    const report = rebuildBlockTable(this.state.blocks, evidence);
+    const answer = await poolTableEvidence({ pool: this.state.spec.name, forRun });
+    // Recorded before the answer named its run, it was the list alone (histories of v1-issue25).
+    const evidence: PoolEvidence = Array.isArray(answer) ? { held: answer as HeldBlockEvidence[] } : answer;
+    const report = rebuildBlockTable(this.state.blocks, evidence.held);
     // A hand-out remembered for another node of a block a node's table holds: asked again, it gets another.
     const given = new Set(report.reassigned.map((r) => r.block));
     this.memory.forgetWhere((_, result) => typeof result === 'string' && given.has(result));
-    this.state.trustedRun = forRun;
+    // As node/rebuild: the run the recorded answer names, so a reset run replaying it is not vouched for.
+    this.state.trustedRun = evidence.forRun;
     if (report.duplicates.length)
       log.error('pool blocks rebuilt: blocks held twice', { duplicates: report.duplicates });
     log.info('pool blocks rebuilt', {

@@ -61,22 +61,39 @@ export async function misowned(scenario: Scenario, node: string, held: HeldAddre
   return wrong;
 }
 
-/** The event id of a run's first completed workflow task (a reset point). */
-async function firstTaskCompleted(client: Client, workflowId: string) {
+/**
+ * A reset point: the run's first completed workflow task, or the first one after its table was
+ * rebuilt (the `nodeTableEvidence` activity completed): a run reset there has a table its rebuild
+ * vouched for in another run, so it answers "unverified" until the control worker asks again.
+ */
+async function resetPoint(client: Client, workflowId: string, point: 'first' | 'afterRebuild') {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const completed = events.find((e) => e.workflowTaskCompletedEventAttributes);
-  if (!completed?.eventId) throw new Error(`${workflowId} has no completed workflow task`);
+  const scheduled = events.find(
+    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'nodeTableEvidence',
+  );
+  const rebuilt = events.find(
+    (e) =>
+      e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === scheduled?.eventId?.toString(),
+  );
+  const after = point === 'first' ? 0 : Number(rebuilt?.eventId ?? Number.MAX_SAFE_INTEGER);
+  const completed = events.find((e) => e.workflowTaskCompletedEventAttributes && Number(e.eventId) > after);
+  if (!completed?.eventId)
+    throw new Error(`${workflowId} has no completed workflow task for a ${point} reset`);
   return completed.eventId;
 }
 
-/** What the UI's Reset does, to the first workflow task, reapplying signals but not updates. */
-export async function resetToStart(client: Client, workflowId: string): Promise<void> {
+/** What the UI's Reset does, reapplying signals but not updates (its "reapply" boxes). */
+export async function resetToStart(
+  client: Client,
+  workflowId: string,
+  point: 'first' | 'afterRebuild' = 'first',
+): Promise<void> {
   const { ResetReapplyExcludeType } = temporal.api.enums.v1;
   await client.workflowService.resetWorkflowExecution({
     namespace: client.options.namespace,
     workflowExecution: { workflowId },
     reason: 'operator test',
-    workflowTaskFinishEventId: await firstTaskCompleted(client, workflowId),
+    workflowTaskFinishEventId: await resetPoint(client, workflowId, point),
     requestId: randomUUID(),
     resetReapplyExcludeTypes: [ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE],
   });

@@ -19,7 +19,7 @@ import {
   returnBlocksUpdate,
 } from '../../workflows/pool-messages';
 import { nodeReplacedSignal } from '../../workflows/lease-messages';
-import { currentDetails } from '../harness/history';
+import { acceptedUpdates, currentDetails } from '../harness/history';
 import {
   addFresh as addFreshTo,
   failedTasks,
@@ -64,6 +64,16 @@ test('a node workflow reset to its first task (updates not reapplied) rebuilds i
   await addFresh(node, held);
   await addFresh(node, held);
   await expectEveryLiveAddressOwned(node, held);
+}, 120_000);
+
+test('a node workflow reset after its rebuild answers "unverified" until the control worker has it rebuild: no live address handed out', async () => {
+  const { node, held } = await nodeWithPods('reset-late', 3);
+  await resetToStart(client(), nodeWorkflowId(node), 'afterRebuild');
+  await addFresh(node, held);
+  await addFresh(node, held);
+  await expectEveryLiveAddressOwned(node, held);
+  // The path it took: the reset run was asked to rebuild (the update is in its own history).
+  expect(await acceptedUpdates(client(), nodeWorkflowId(node))).toContain('rebuild');
 }, 120_000);
 
 test('a terminated pool workflow is started again with its blocks rebuilt: no block is handed out twice', async () => {

@@ -58,7 +58,14 @@ beforeAll(async () => {
       gone: pods.filter((p) => !livePods.has(p.podUid)).map((p) => ({ owner: p.owner, reason: 'no pod' })),
     }),
     // A new node's rebuild finds nothing: no lease and no pool record of this node.
-    nodeTableEvidence: async () => ({ pools: [], blocks: [], leases: [], closed: [], cooldownMs: 0 }),
+    nodeTableEvidence: async ({ forRun }: { forRun?: string }) => ({
+      pools: [],
+      blocks: [],
+      leases: [],
+      closed: [],
+      cooldownMs: 0,
+      forRun,
+    }),
     // The stand-in lease below never gets its addresses and never lets go (until cancelled).
     produceAddresses: () => Context.current().cancelled as Promise<never>,
     returnAddresses: () => Context.current().cancelled as Promise<never>,

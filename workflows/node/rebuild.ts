@@ -73,11 +73,14 @@ export class TableRebuild {
       nodeName,
       owners: [...new Set(owners)],
       pools: Object.keys(state.pools),
+      forRun,
     });
     const report = rebuildNodeTables(state, evidence, Date.now(), evidence.cooldownMs);
     // An owner whose allocation was dropped must not get it back from a remembered answer.
     for (const owner of report.dropped) this.memory.forget(`allocate/${owner}/`);
-    state.trustedRun = forRun;
+    // The run as the activity's recorded answer names it, not this run's id: replayed in a reset
+    // run, an earlier run's rebuild must not vouch for this one.
+    state.trustedRun = evidence.forRun;
     const counts = {
       blocksAdded: report.blocksAdded.length,
       allocationsAdded: report.allocationsAdded.length,
