@@ -63,13 +63,14 @@ export async function misowned(scenario: Scenario, node: string, held: HeldAddre
 
 /**
  * A reset point: the run's first completed workflow task, or the first one after its table was
- * rebuilt (the `nodeTableEvidence` activity completed): a run reset there has a table its rebuild
+ * rebuilt (its evidence activity completed): a run reset there has a table its rebuild
  * vouched for in another run, so it answers "unverified" until the control worker asks again.
  */
 async function resetPoint(client: Client, workflowId: string, point: 'first' | 'afterRebuild') {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const scheduled = events.find(
-    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'nodeTableEvidence',
+  const evidence = new Set(['nodeTableEvidence', 'poolTableEvidence']);
+  const scheduled = events.find((e) =>
+    evidence.has(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''),
   );
   const rebuilt = events.find(
     (e) =>
@@ -127,5 +128,12 @@ export async function signalFromForm(
 /** The workflow's failed workflow tasks (a handler that threw would fail every one). */
 export async function failedTasks(client: Client, workflowId: string): Promise<unknown[]> {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  return events.filter((e) => e.workflowTaskFailedEventAttributes);
+  // A reset marks its point with a failed task of its own (cause RESET_WORKFLOW): not a failure.
+  const { WorkflowTaskFailedCause } = temporal.api.enums.v1;
+  return events.filter(
+    (e) =>
+      e.workflowTaskFailedEventAttributes &&
+      e.workflowTaskFailedEventAttributes.cause !==
+        WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW,
+  );
 }

@@ -88,6 +88,17 @@ test('a terminated pool workflow is started again with its blocks rebuilt: no bl
   for (const block of a) expect(blocks[block]?.node).toBe(first.node);
 }, 120_000);
 
+test('a pool workflow reset after its rebuild answers "unverified" until it is rebuilt: no block handed out twice', async () => {
+  const first = await nodeWithPods('pool-reset-a', 1);
+  await resetToStart(client(), poolWorkflowId(pool()), 'afterRebuild');
+  const second = await nodeWithPods('pool-reset-b', 1);
+  const blocksOf = async (node: string) => (await scenario.table(node))?.blocks.map((b) => b.cidr) ?? [];
+  const [a, b] = [await blocksOf(first.node), await blocksOf(second.node)];
+  expect(a.length).toBeGreaterThan(0);
+  expect(b.filter((block) => a.includes(block))).toEqual([]);
+  expect(await acceptedUpdates(client(), poolWorkflowId(pool()))).toContain('rebuild');
+}, 120_000);
+
 test('a cancellation request on a node or pool workflow is ignored, with a note', async () => {
   const { node, held } = await nodeWithPods('cancel', 1);
   for (const id of [nodeWorkflowId(node), poolWorkflowId(pool())]) {
