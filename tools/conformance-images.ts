@@ -6,8 +6,16 @@
 // Names and versions are the pinned module's own (test/utils/image/manifest.go); the repo list
 // written for KUBE_TEST_REPO_LIST points the framework's registries at the local names.
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { busyboxRootfs, ensureImages, pauseRootfs, run, type ImageSpec, type NodeImage } from './node-images';
+import { join } from 'node:path';
+import {
+  busyboxRootfs,
+  copyWithLibraries,
+  ensureImages,
+  installed,
+  pauseRootfs,
+  type ImageSpec,
+  type NodeImage,
+} from './node-images';
 import { programModuleDir, programPath } from './programs';
 
 /** The registries the framework's images come from, as KUBE_TEST_REPO_LIST names them. */
@@ -35,21 +43,6 @@ const localRef = ({ registry, name, version }: FrameworkImage): string => {
   const local = LOCAL_REGISTRIES[registry];
   if (!local) throw new Error(`no local registry for ${registry} (${name}): add it to LOCAL_REGISTRIES`);
   return `${local}/${name}:${version}`;
-};
-
-/** `program` and every library `ldd` names (the loader too), at the same paths under `rootfs`. */
-function copyWithLibraries(rootfs: string, program: string, to: string): void {
-  const libraries = [...run('ldd', [program]).matchAll(/(\/\S+) \(0x/g)].map((m) => m[1] ?? '');
-  for (const [from, path] of [[program, to], ...libraries.map((l) => [l, l])] as const) {
-    mkdirSync(join(rootfs, dirname(path)), { recursive: true });
-    copyFileSync(from, join(rootfs, path)); // a link's target, under the link's name
-  }
-}
-
-const installed = (command: string): string => {
-  const path = run('sh', ['-c', `command -v ${command} || true`]).trim();
-  if (!path) throw new Error(`${command} is missing (sh tools/bootstrap.sh --conformance installs it)`);
-  return path;
 };
 
 /**

@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -16,7 +17,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { cacheRoot, programModuleDir } from './programs';
 
 export interface NodeImage {
@@ -31,8 +32,8 @@ export const BUSYBOX_IMAGE = 'netlease.local/busybox:1';
 const BUSYBOX = '/bin/busybox'; // Debian's busybox-static
 const OCI = 'application/vnd.oci.image';
 
-const imageDir = () => join(cacheRoot(), 'images');
-const archiveOf = (ref: string) => join(imageDir(), `${ref.replace(/[/:]/g, '_')}.oci.tar`);
+export const imageDir = () => join(cacheRoot(), 'images');
+export const archiveOf = (ref: string) => join(imageDir(), `${ref.replace(/[/:]/g, '_')}.oci.tar`);
 
 export function run(command: string, args: string[]): string {
   const result = spawnSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -73,18 +74,29 @@ const json = (value: object) => Buffer.from(JSON.stringify(value));
 
 /** What an image runs: its entrypoint, the arguments it gets when a pod gives none, its PATH. */
 export interface ImageConfig {
-  entrypoint: string[];
+  entrypoint?: string[];
   cmd?: string[];
   path?: string;
+  /** Variables besides PATH (`NAME=value`), the working directory, labels. */
+  env?: string[];
+  workingDir?: string;
+  labels?: Record<string, string>;
 }
 
-/** Packs `rootfs` as an OCI archive of one layer, named `ref`. */
-function packImage(ref: string, rootfs: string, image: ImageConfig, work: string): void {
+/** Packs `rootfs` as an OCI archive of one layer, named `ref`, into `archive` (default: the cache's). */
+export function packImage(
+  ref: string,
+  rootfs: string,
+  image: ImageConfig,
+  work: string,
+  archive = archiveOf(ref),
+): void {
   const layout = join(work, 'layout');
   mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
   const layerTar = join(work, 'layer.tar');
   tarOf(rootfs, layerTar);
   const layer = putBlob(layout, `${OCI}.layer.v1.tar`, readFileSync(layerTar));
+  rmSync(layerTar);
   const config = putBlob(
     layout,
     `${OCI}.config.v1+json`,
@@ -92,9 +104,11 @@ function packImage(ref: string, rootfs: string, image: ImageConfig, work: string
       architecture: 'amd64',
       os: 'linux',
       config: {
-        Entrypoint: image.entrypoint,
+        ...(image.entrypoint ? { Entrypoint: image.entrypoint } : {}),
         ...(image.cmd ? { Cmd: image.cmd } : {}),
-        Env: [`PATH=${image.path ?? '/bin'}`],
+        Env: [`PATH=${image.path ?? '/bin'}`, ...(image.env ?? [])],
+        ...(image.workingDir ? { WorkingDir: image.workingDir } : {}),
+        ...(image.labels ? { Labels: image.labels } : {}),
       },
       rootfs: { type: 'layers', diff_ids: [layer.digest] },
     }),
@@ -114,10 +128,25 @@ function packImage(ref: string, rootfs: string, image: ImageConfig, work: string
   };
   writeFileSync(join(layout, 'index.json'), JSON.stringify(index));
   writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
-  const partial = `${archiveOf(ref)}.partial`;
+  const partial = `${archive}.partial`;
   tarOf(layout, partial);
-  renameSync(partial, archiveOf(ref));
+  renameSync(partial, archive);
 }
+
+/** `program` and every library `ldd` names (the loader too), at the same paths under `rootfs`. */
+export function copyWithLibraries(rootfs: string, program: string, to: string): void {
+  const libraries = [...run('ldd', [program]).matchAll(/(\/\S+) \(0x/g)].map((m) => m[1] ?? '');
+  for (const [from, path] of [[program, to], ...libraries.map((l) => [l, l])] as const) {
+    mkdirSync(join(rootfs, dirname(path)), { recursive: true });
+    copyFileSync(from, join(rootfs, path)); // a link's target, under the link's name
+  }
+}
+
+export const installed = (command: string): string => {
+  const path = run('sh', ['-c', `command -v ${command} || true`]).trim();
+  if (!path) throw new Error(`${command} is missing (sh tools/bootstrap.sh installs it)`);
+  return path;
+};
 
 /** pause.c of the pinned kubernetes module, compiled statically: the sandbox's only process. */
 export function pauseRootfs(rootfs: string): void {

@@ -82,6 +82,8 @@ export const PROGRAMS: Program[] = [
     installedAs: cmd?.split('/').pop(),
     set: 'production' as const,
   })),
+  // The chart's linter and renderer (deploy/helm/netlease; the in-cluster install goes through it).
+  { name: 'helm', version: 'v3.22.0', install: 'helm.sh/helm/v3/cmd/helm', set: 'cluster' },
   { name: 'cnitool', version: 'v1.3.0', install: 'github.com/containernetworking/cni/cnitool' },
   ...['main/bridge', 'main/loopback', 'ipam/host-local'].map((plugin) => ({
     name: plugin.split('/')[1] ?? plugin,
