@@ -32,7 +32,22 @@ export function loadConfigFile(path: string, schema: z.ZodType = NetleaseConfigS
   } catch (err) {
     throw new ConfigError(`cannot read config ${path}: ${(err as Error).message}`);
   }
-  return parseConfigText(text, path, schema);
+  return parseConfigText(expandEnvironment(text, process.env, path), path, schema);
+}
+
+/**
+ * `$(NAME)` replaced by the environment variable NAME, as Kubernetes expands a container's command
+ * and env: a DaemonSet's one config file can then name what differs per pod (the downward API's
+ * node name or pod IP). `$$(NAME)` stays a literal `$(NAME)`; an unset NAME is an error naming it.
+ */
+export function expandEnvironment(text: string, env: NodeJS.ProcessEnv, source: string): string {
+  return text.replace(/\$?\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (match, name: string) => {
+    if (match.startsWith('$$')) return match.slice(1);
+    const value = env[name];
+    if (value === undefined)
+      throw new ConfigError(`config ${source}: $(${name}) is not set in the environment`);
+    return value;
+  });
 }
 
 /** `--config <file>` or the environment variable `envName`. */

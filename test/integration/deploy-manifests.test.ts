@@ -101,7 +101,12 @@ const NEEDS: Record<string, string[]> = {
     'get pods/status',
     ...['get', 'create', 'update'].map((verb) => `${verb} coordination.k8s.io/leases`),
   ],
-  'DaemonSet/netlease-node-agent': [...read('pods'), ...read('nodes')],
+  // Its own DaemonSet, read by uninstall-cni (the agent's preStop) to tell an uninstall from a restart.
+  'DaemonSet/netlease-node-agent': [
+    ...read('pods'),
+    ...read('nodes'),
+    'get apps/daemonsets/netlease-node-agent',
+  ],
 };
 const NEVER = [
   'delete coordination.k8s.io/leases',
@@ -111,6 +116,8 @@ const NEVER = [
   'update nodes',
   'get secrets',
   'list configmaps',
+  'list apps/daemonsets',
+  'update apps/daemonsets',
 ];
 
 const PodTemplateSchema = z.object({
@@ -138,18 +145,19 @@ test('each workload runs as its own service account, allowed what it needs and n
       declared: true,
     });
     const can = async (access: string) => {
-      // `verb resource[/subresource]` in the core group, `verb group/resource` in another.
+      // `verb resource[/subresource]` in the core group, `verb group/resource[/name]` in another.
       const [verb, path = ''] = access.split(' ');
-      const [first = '', second] = path.split('/');
-      const [group, resource, subresource] = first.includes('.')
-        ? [first, second, undefined]
-        : ['', first, second];
+      const [first = '', second, third] = path.split('/');
+      const grouped = first.includes('.') || first === 'apps';
+      const [group, resource, subresource, name] = grouped
+        ? [first, second, undefined, third]
+        : ['', first, second, undefined];
       const review = await authz.createSubjectAccessReview({
         body: {
           spec: {
             user: `system:serviceaccount:${namespace}:${account}`,
             groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-            resourceAttributes: { verb, group, resource, subresource, namespace },
+            resourceAttributes: { verb, group, resource, subresource, name, namespace },
           },
         },
       });
@@ -191,11 +199,16 @@ test('the node agent DaemonSet installs the CNI files and shares the socket and 
     namespace: doc?.object.metadata.namespace ?? '',
   });
   const init = ds.spec?.template.spec?.initContainers?.find((c) => c.name === 'install-cni');
+  // The conflist names the host's paths of the agent's socket and DEL queue: those it mounts.
   expect(init?.command).toEqual([
     'node',
     'dist/worker/agent/install-cni.js',
     '--config',
     '/etc/netlease/install-cni.yaml',
+    '--agent-socket',
+    DEFAULTS.agentSocket,
+    '--delete-queue',
+    DEFAULTS.deleteQueue,
   ]);
   const config = docs.find((d) => d.object.kind === 'ConfigMap' && d.dir === doc?.dir)?.object;
   const files = z.object({ data: z.record(z.string(), z.string()) }).parse(config).data;
@@ -214,6 +227,7 @@ test('the node agent DaemonSet installs the CNI files and shares the socket and 
     [dirname(DEFAULTS.deleteQueue)]: `${dirname(DEFAULTS.deleteQueue)} (DirectoryOrCreate)`,
     [dirname(DEFAULT_OFFER_DIR)]: `${dirname(DEFAULT_OFFER_DIR)} (DirectoryOrCreate)`,
     [dirname(DEFAULT_CONFLIST)]: '/etc/cni/net.d (DirectoryOrCreate)', // compared with preProduce
+    [DEFAULTS.binDir]: '/opt/cni/bin (DirectoryOrCreate)', // uninstall-cni removes the shim
   });
   // The agent's preProduce asks for what ADDs through install-cni's conflist carry.
   const agentConfig = NodeAgentConfigSchema.parse(parseYaml(files['node-agent.yaml'] ?? ''));

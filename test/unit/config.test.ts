@@ -100,6 +100,37 @@ test('file errors name the file', () => {
   }
 });
 
+test('a config file names per-pod values as $(NAME) from the environment (a DaemonSet downward API)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'netlease-config-'));
+  const env = {
+    NETLEASE_NODE_NAME: process.env.NETLEASE_NODE_NAME,
+    NETLEASE_POD_IP: process.env.NETLEASE_POD_IP,
+  };
+  try {
+    const file = join(dir, 'node-agent.yaml');
+    writeFileSync(
+      file,
+      'hostNetns: host-$(NETLEASE_NODE_NAME)\nmetrics: { port: 9465, host: $(NETLEASE_POD_IP) }\n',
+    );
+    process.env.NETLEASE_NODE_NAME = 'node-a';
+    process.env.NETLEASE_POD_IP = '198.19.255.1';
+    const config = loadConfigFile(file, NodeAgentConfigSchema);
+    expect([config.hostNetns, config.metrics?.host]).toEqual(['host-node-a', '198.19.255.1']);
+    writeFileSync(file, 'hostNetns: literal-$$(NETLEASE_NODE_NAME)\n');
+    expect(loadConfigFile(file, NodeAgentConfigSchema).hostNetns).toBe('literal-$(NETLEASE_NODE_NAME)');
+    delete process.env.NETLEASE_POD_IP;
+    writeFileSync(file, 'metrics: { port: 9465, host: $(NETLEASE_POD_IP) }\n');
+    expect(() => loadConfigFile(file, NodeAgentConfigSchema)).toThrow(
+      /node-agent\.yaml: \$\(NETLEASE_POD_IP\) is not set in the environment/,
+    );
+  } finally {
+    for (const [name, value] of Object.entries(env))
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('temporal.tls: files are read up front; an unreadable one is a config error naming the field', () => {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-tls-'));
   try {
