@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 # The one netlease image: the control worker, the node agent and its install-cni init container
 # each run `node dist/...` from /app (deploy/ names the commands). Build: docker build -t netlease:dev .
+# Without Docker, tools/netlease-image.ts builds the same layout as an OCI archive (one recipe:
+# test/unit/image-recipe compares this file with its RECIPE).
 ARG GO_VERSION=1.26
 ARG NODE_VERSION=20
 
@@ -21,10 +23,11 @@ RUN npm install --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund && rm -rf dist/test dist/.tsbuildinfo
 
-# The dataplane runs `ip` (iproute2) and `nsenter` (util-linux) in the node agent.
+# The dataplane runs `ip` (iproute2), `nsenter` (util-linux), `cat` and `tee` (coreutils, in the
+# base already; named so tools/netlease-image's RECIPE and this stage list the same packages).
 FROM node:${NODE_VERSION}-bookworm-slim
 RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 util-linux \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 util-linux coreutils \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production

@@ -14,6 +14,7 @@ import { connectKube, kubeCall, type KubeClients } from '../kubernetes/kube';
 import { startControllers } from './controllers';
 import { startLocalKube, type LocalKube } from './kube-apiserver';
 import { linkNodes } from './node-fabric';
+import type { NodeImage } from './node-images';
 import { reachPods, type NodeReach } from './node-reach';
 import { startRealNode, type RealNode } from './real-node';
 import { stopPid, waitFor, type Tracked } from './processes';
@@ -37,15 +38,30 @@ export interface ClusterOptions {
   /** Whether the agent produces a pod's lease when it is bound, before its ADD (default true). */
   preProduce?: boolean;
   logFd?: number;
+  /**
+   * netlease is installed as pods afterwards (tools/in-cluster): the nodes read their CNI dirs from
+   * the host directories of `hostDirsOf(dir)` (one per node under each), pods get service account
+   * tokens, these images are imported, and the start waits for the nodes to register, not to be
+   * Ready (their network is not, until the agent's install-cni writes the conflist).
+   */
+  asPods?: { images: NodeImage[] };
 }
+
+/** The host directories the agent DaemonSet mounts (hostPaths.perNode: `<each>/<node name>`). */
+export const hostDirsOf = (dir: string) => ({
+  cniBin: join(dir, 'hosts', 'cni-bin'),
+  cniConf: join(dir, 'hosts', 'cni-conf'),
+  run: join(dir, 'hosts', 'run'),
+  state: join(dir, 'hosts', 'state'),
+});
 
 export interface ClusterNode {
   real: RealNode;
   hostNetns: string;
   /** The machine's link into `hostNetns` and the node's IP (tools/node-reach). */
   reach: NodeReach;
-  /** The node agent's config file (`node-agent.js --config <it>`). */
-  agentConfig: string;
+  /** The node agent's config file (`node-agent.js --config <it>`); none when netlease runs as pods. */
+  agentConfig?: string;
   /** The agent's CNI socket (there once the agent serves). */
   agentSocket: string;
 }
@@ -64,14 +80,35 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-async function nodeReady({ core, timeouts }: KubeClients, name: string): Promise<boolean> {
+/** Whether the node is registered (`registered`) or Ready. */
+async function nodeReady(
+  { core, timeouts }: KubeClients,
+  name: string,
+  registered = false,
+): Promise<boolean> {
   try {
     const ms = timeouts.callSeconds * 1000;
     const node = await kubeCall(`reading node ${name}`, ms, (options) => core.readNode({ name }, options));
+    if (registered) return true;
     return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   } catch {
     return false;
   }
+}
+
+/** The node's agent config (host-process mode); netlease as pods has none on the host. */
+export function agentConfigOf(node: ClusterNode): string {
+  if (!node.agentConfig)
+    throw new Error(`netlease runs as pods on ${node.real.nodeName}: no agent process to start`);
+  return node.agentConfig;
+}
+
+/** Waits until every node of the cluster is Ready (after netlease is installed as pods). */
+export async function waitNodesReady(cluster: LocalCluster, ms = 180_000): Promise<void> {
+  const clients = await connectKube(cluster.kubeconfig);
+  for (const { real } of cluster.nodes)
+    if (!(await waitFor(() => nodeReady(clients, real.nodeName), ms, 500)))
+      throw new Error(`node ${real.nodeName} did not become Ready (kubelet log: see the cluster's log)`);
 }
 
 const agentDirOf = (nodeDir: string) => join(nodeDir, 'agent');
@@ -114,6 +151,7 @@ async function startClusterNode(
   const nodeDir = join(options.dir, `node-${index}`);
   const agent = agentDirOf(nodeDir);
   mkdirSync(agent, { recursive: true });
+  if (options.asPods) return startPodNode(options, kube, spec, nodeDir, reach);
   const real = await startRealNode({
     dir: nodeDir,
     nodeName: spec.nodeName,
@@ -138,6 +176,29 @@ async function startClusterNode(
   };
 }
 
+/** A node whose netlease runs as pods: its CNI dirs are the DaemonSet's host directories. */
+async function startPodNode(
+  options: ClusterOptions,
+  kube: LocalKube,
+  spec: ClusterNodeOptions,
+  nodeDir: string,
+  reach: NodeReach,
+): Promise<ClusterNode> {
+  const hosts = hostDirsOf(options.dir);
+  const own = (dir: string) => join(dir, spec.nodeName);
+  const cni = { binDir: own(hosts.cniBin), confDir: own(hosts.cniConf) };
+  const real = await startRealNode({
+    dir: nodeDir,
+    nodeName: spec.nodeName,
+    kubeconfig: kube.kubeconfig,
+    nodeIp: reach.nodeIp,
+    network: {},
+    logFd: options.logFd,
+    asPods: { cni, images: options.asPods?.images ?? [] },
+  });
+  return { real, hostNetns: spec.hostNetns, reach, agentSocket: join(own(hosts.run), 'cni.sock') };
+}
+
 export async function startCluster(options: ClusterOptions): Promise<LocalCluster> {
   if (options.nodes.length < 1 || options.nodes.length > 2)
     throw new Error(`a local cluster has one or two nodes, not ${options.nodes.length} (tools/node-fabric)`);
@@ -159,7 +220,7 @@ export async function startCluster(options: ClusterOptions): Promise<LocalCluste
   let kube: LocalKube;
   try {
     const kubeDir = join(options.dir, 'kube');
-    kube = await startLocalKube({ dir: kubeDir, logFd: options.logFd });
+    kube = await startLocalKube({ dir: kubeDir, logFd: options.logFd, serviceAccounts: !!options.asPods });
     servers.push(...[...kube.processes].reverse()); // etcd first
     servers.push(...(await startControllers({ kube, kubeDir, dir: options.dir, logFd: options.logFd })));
     // One after the other: a failed start stops exactly the nodes that started.
@@ -168,9 +229,12 @@ export async function startCluster(options: ClusterOptions): Promise<LocalCluste
     const [a, b] = nodes;
     if (a && b) await linkNodes(a.hostNetns, b.hostNetns, options.pool.cidrs);
     const clients = await connectKube(kube.kubeconfig);
+    const registered = !!options.asPods;
     for (const { real } of nodes)
-      if (!(await waitFor(() => nodeReady(clients, real.nodeName), 120_000, 500)))
-        throw new Error(`node ${real.nodeName} did not become Ready (kubelet log: see the cluster's log)`);
+      if (!(await waitFor(() => nodeReady(clients, real.nodeName, registered), 120_000, 500)))
+        throw new Error(
+          `node ${real.nodeName} did not ${registered ? 'register' : 'become Ready'} (kubelet log: see the cluster's log)`,
+        );
   } catch (err) {
     await stop();
     throw err;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { NetleaseConfigSchema } from '../domain/config';
 import { ip } from '../kernel/ip';
 import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
-import { startCluster, type LocalCluster } from './cluster';
+import { agentConfigOf, startCluster, type LocalCluster } from './cluster';
 import { ensureConformanceImages } from './conformance-images';
 import { FOCUS, readResults, SPECS, summary } from './conformance-specs';
 import { ensureHostNetns } from './dev-node';
@@ -74,7 +74,7 @@ function startControlWorker(cluster: LocalCluster, temporalAddress: string, log:
 async function startAgents(cluster: LocalCluster, log: number): Promise<Tracked[]> {
   const entry = join(root, 'dist', 'worker', 'agent', 'node-agent.js');
   const agents = cluster.nodes.map((node) =>
-    startTracked(process.execPath, [...NODE_AGENT_NODE_FLAGS, entry, '--config', node.agentConfig], {
+    startTracked(process.execPath, [...NODE_AGENT_NODE_FLAGS, entry, '--config', agentConfigOf(node)], {
       env: { ...process.env, ...PROCESS_ENV },
       stdio: ['ignore', log, log],
     }),

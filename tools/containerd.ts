@@ -23,7 +23,7 @@ export interface Containerd {
 }
 
 /** The CRI's config (containerd 1.6, config version 2). */
-function config(dir: string, socket: string, cni: CniDir): string {
+function config(dir: string, socket: string, cni: CniDir, netnsUnderState: boolean): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   return `version = 2
 root = "${join(dir, 'root')}"
@@ -44,8 +44,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   # Root here lacks CAP_SYS_RESOURCE: it cannot lower oom_score_adj, and without this runc fails
   # with "can't get final child's PID from pipe".
   restrict_oom_score_adj = true
-  # Pod namespaces under the node's state dir, not the machine's /var/run/netns.
-  netns_mounts_under_state_dir = true
+  # Pod namespaces under the node's state dir, not the machine's /var/run/netns, unless netlease
+  # runs as pods: its agent pod mounts the runtime's netns dir, as on a real node.
+  netns_mounts_under_state_dir = ${netnsUnderState}
   disable_apparmor = true
   enable_selinux = false
 [${cri}.containerd]
@@ -116,10 +117,11 @@ export async function startContainerd(
   cni: CniDir,
   images: NodeImage[],
   logFd?: number,
+  netnsUnderState = true,
 ): Promise<Containerd> {
   const socket = join(dir, 'containerd.sock');
   const file = join(dir, 'containerd.toml');
-  writeFileSync(file, config(dir, socket, cni));
+  writeFileSync(file, config(dir, socket, cni, netnsUnderState));
   const out = logFd ?? 'ignore';
   const daemon = startTracked('containerd', ['--config', file], { stdio: ['ignore', out, out] });
   const ctr = (args: string[]) => ctrAt(socket, args);

@@ -21,6 +21,12 @@ export interface LocalKubeOptions {
   dir: string;
   apiPort?: number;
   logFd?: number;
+  /**
+   * Pods get their service account's token (the ServiceAccount admission plugin), as netlease's
+   * own pods need to read the API in-cluster. Off by default: without a controller-manager no
+   * service account is ever made, and the plugin would refuse every pod.
+   */
+  serviceAccounts?: boolean;
 }
 
 function writeKubeconfig(path: string, server: string, token: string): void {
@@ -102,7 +108,7 @@ export async function startLocalKube(options: LocalKubeOptions): Promise<LocalKu
       '--service-cluster-ip-range=10.0.0.0/24',
       '--authorization-mode=RBAC',
       '--endpoint-reconciler-type=none',
-      '--disable-admission-plugins=ServiceAccount',
+      ...(options.serviceAccounts ? [] : ['--disable-admission-plugins=ServiceAccount']),
       `--token-auth-file=${join(dir, 'tokens.csv')}`,
       `--service-account-key-file=${join(dir, 'sa.pub')}`,
       `--service-account-signing-key-file=${join(dir, 'sa.key')}`,

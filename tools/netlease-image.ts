@@ -22,7 +22,15 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join, relative } from 'node:path';
-import { archiveOf, copyWithLibraries, imageDir, installed, packImage, type NodeImage } from './node-images';
+import {
+  archiveOf,
+  copyLibrariesOf,
+  copyWithLibraries,
+  imageDir,
+  installed,
+  packImage,
+  type NodeImage,
+} from './node-images';
 import { cacheRoot } from './programs';
 
 export const NETLEASE_REPOSITORY = 'netlease.local/netlease';
@@ -32,8 +40,11 @@ export const RECIPE = {
   nodeMajor: 20,
   workdir: '/app',
   env: { NODE_ENV: 'production' },
-  /** The runtime stage's Debian packages, and the programs the node agent runs from each. */
-  packages: { iproute2: ['ip'], 'util-linux': ['nsenter'] },
+  /**
+   * The runtime stage's Debian packages, and the programs the node agent runs from each (kernel/:
+   * `ip`, `nsenter`, and `cat` and `tee` for /proc/sys/.../forwarding in the host namespace).
+   */
+  packages: { iproute2: ['ip'], 'util-linux': ['nsenter'], coreutils: ['cat', 'tee'] },
   /** The app directory's entries, as the Dockerfile's COPY lines place them. */
   app: ['package.json', 'node_modules', 'dist', 'dist/bin/netlease'],
   /** Built but not shipped (the Dockerfile removes them after `npm run build`). */
@@ -119,6 +130,9 @@ function netleaseRootfs(root: string, rootfs: string): void {
   cpSync(join(root, 'dist'), join(app, 'dist'), { recursive: true });
   for (const path of RECIPE.notShipped) rmSync(join(app, path), { recursive: true, force: true });
   rmSync(join(app, 'dist', '.built'), { force: true });
+  // Native addons (Temporal's core bridge, swc) need libraries Node.js itself does not (librt).
+  for (const addon of filesUnder(join(app, 'node_modules')).filter((f) => f.endsWith('.node')))
+    copyLibrariesOf(rootfs, addon);
   if (!existsSync(join(app, 'dist', 'bin', 'netlease')))
     throw new Error('dist/bin/netlease (the CNI shim) is missing: run sh tools/bootstrap.sh');
   for (const dir of ['tmp', 'proc', 'sys', 'dev', 'run', 'root', 'var'])

@@ -133,13 +133,27 @@ export function packImage(
   renameSync(partial, archive);
 }
 
+/** The libraries `ldd` names for `file` (the loader too); none for a file that is not this host's ELF. */
+function librariesOf(file: string): string[] {
+  const ldd = spawnSync('ldd', [file], { encoding: 'utf8' });
+  if (ldd.status !== 0) return [];
+  return [...ldd.stdout.matchAll(/(\/\S+) \(0x/g)].map((m) => m[1] ?? '');
+}
+
+/** Each library `file` needs (a native addon, say), at the same path under `rootfs`. */
+export function copyLibrariesOf(rootfs: string, file: string): void {
+  for (const library of librariesOf(file)) {
+    mkdirSync(join(rootfs, dirname(library)), { recursive: true });
+    copyFileSync(library, join(rootfs, library)); // a link's target, under the link's name
+  }
+}
+
 /** `program` and every library `ldd` names (the loader too), at the same paths under `rootfs`. */
 export function copyWithLibraries(rootfs: string, program: string, to: string): void {
-  const libraries = [...run('ldd', [program]).matchAll(/(\/\S+) \(0x/g)].map((m) => m[1] ?? '');
-  for (const [from, path] of [[program, to], ...libraries.map((l) => [l, l])] as const) {
-    mkdirSync(join(rootfs, dirname(path)), { recursive: true });
-    copyFileSync(from, join(rootfs, path)); // a link's target, under the link's name
-  }
+  if (!librariesOf(program).length) throw new Error(`ldd ${program} names no library`);
+  mkdirSync(join(rootfs, dirname(to)), { recursive: true });
+  copyFileSync(program, join(rootfs, to));
+  copyLibrariesOf(rootfs, program);
 }
 
 export const installed = (command: string): string => {

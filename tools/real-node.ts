@@ -10,7 +10,7 @@ import type { CniDir } from './cni-dir';
 import { shimsOf, startContainerd, type Containerd } from './containerd';
 import { startKubelet, type Kubelet } from './kubelet';
 import { unmountUnder } from './mounts';
-import { ensureNodeImages } from './node-images';
+import { ensureNodeImages, type NodeImage } from './node-images';
 import { programPath } from './programs';
 import { runToEnd, stopPid, type Tracked } from './processes';
 
@@ -25,6 +25,12 @@ export interface RealNodeOptions {
   /** The netlease network install-cni writes (its node name is the node's). */
   network: Omit<z.input<typeof NetworkSchema>, 'nodeName'>;
   logFd?: number;
+  /**
+   * netlease runs as pods (tools/in-cluster): the node's CNI dirs are these host directories, where
+   * the agent's install-cni writes; the node gets only its runtime's loopback plugin, the images
+   * (netlease's among them) and pod namespaces in /var/run/netns, which the agent pod mounts.
+   */
+  asPods?: { cni: CniDir; images: NodeImage[] };
 }
 
 export interface RealNode {
@@ -47,13 +53,22 @@ export interface RealNode {
   reboot(): Promise<void>;
 }
 
-/** `<dir>/cni/{bin,net.d}`: loopback linked, netlease's shim and conflist by install-cni. */
-async function installCni(options: RealNodeOptions): Promise<{ cni: CniDir; conflist: string }> {
-  const cni = { binDir: join(options.dir, 'cni', 'bin'), confDir: join(options.dir, 'cni', 'net.d') };
+/** The runtime's own plugin, as a distribution ships it beside the CNI bin dir's others. */
+function linkLoopback(cni: CniDir): void {
   for (const d of Object.values(cni)) mkdirSync(d, { recursive: true });
   const loopback = join(cni.binDir, 'loopback');
   rmSync(loopback, { force: true });
   symlinkSync(programPath('loopback'), loopback);
+}
+
+/** `<dir>/cni/{bin,net.d}`: loopback linked, netlease's shim and conflist by install-cni. */
+async function installCni(options: RealNodeOptions): Promise<{ cni: CniDir; conflist: string }> {
+  if (options.asPods) {
+    linkLoopback(options.asPods.cni);
+    return { cni: options.asPods.cni, conflist: join(options.asPods.cni.confDir, '10-netlease.conflist') };
+  }
+  const cni = { binDir: join(options.dir, 'cni', 'bin'), confDir: join(options.dir, 'cni', 'net.d') };
+  linkLoopback(cni);
   const config = join(options.dir, 'install-cni.json');
   writeFileSync(
     config,
@@ -71,7 +86,8 @@ async function boot(
 ): Promise<{ containerd: Containerd; kubelet: Kubelet }> {
   const containerdDir = join(options.dir, 'containerd');
   mkdirSync(containerdDir, { recursive: true });
-  const containerd = await startContainerd(containerdDir, cni, ensureNodeImages(), options.logFd);
+  const images = [...ensureNodeImages(), ...(options.asPods?.images ?? [])];
+  const containerd = await startContainerd(containerdDir, cni, images, options.logFd, !options.asPods);
   try {
     return { containerd, kubelet: await startKubelet(kubeletOptions(options, containerd)) };
   } catch (err) {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { KubernetesSchema, type NetleaseConfig } from '../domain/config';
 import { hostNodeName } from '../kubernetes/node-name';
 import { NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
-import { startCluster, type LocalCluster } from './cluster';
+import { agentConfigOf, startCluster, type LocalCluster } from './cluster';
 import { ensureHostNetns } from './dev-node';
 import { type Tracked } from './processes';
 import { startReadable } from './readable-log';
@@ -73,7 +73,7 @@ export async function startClusterRun(
     effective,
     agents: cluster.nodes.map((node) => ({
       nodeName: node.real.nodeName,
-      start: () => startReadable(process.execPath, agentArgs(node.agentConfig), { env }),
+      start: () => startReadable(process.execPath, agentArgs(agentConfigOf(node)), { env }),
     })),
   };
 }

@@ -14,7 +14,13 @@ import { connectKube, type CoreApi, type KubeClients } from '../../kubernetes/ku
 import { unlessGone } from '../../temporal/workflow-gone';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { leaseStateQuery } from '../../workflows/lease-messages';
-import { startCluster, type ClusterNode, type ClusterOptions, type LocalCluster } from '../../tools/cluster';
+import {
+  agentConfigOf,
+  startCluster,
+  type ClusterNode,
+  type ClusterOptions,
+  type LocalCluster,
+} from '../../tools/cluster';
 import { PoolRangeTaken } from '../../tools/machine-routes';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { deleteAllNetns, makeNetns } from './netns';
@@ -67,7 +73,7 @@ function withAgent(node: ClusterNode, log: number): RealClusterNode {
     ...node,
     agent: undefined,
     async startAgent() {
-      const agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', node.agentConfig], {
+      const agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', agentConfigOf(node)], {
         stdio: ['ignore', log, log],
       });
       withProcess.agent = agent;
