@@ -19,6 +19,8 @@ import { CHART, helm } from './render-manifests';
 
 export const RELEASE = 'netlease';
 export const RELEASE_NAMESPACE = 'netlease-system';
+/** The values of the last install or upgrade, in the cluster's directory. */
+export const VALUES_FILE = 'netlease-values.json';
 
 export interface InClusterOptions {
   cluster: LocalCluster;
@@ -85,7 +87,7 @@ export async function inClusterValues(options: InClusterOptions): Promise<ChartV
 
 /** `helm upgrade --install` with `values`, waiting for the workloads to be ready. */
 function helmApply(options: InClusterOptions, values: ChartValues): void {
-  const file = join(options.dir, 'netlease-values.json');
+  const file = join(options.dir, VALUES_FILE);
   writeFileSync(file, JSON.stringify(values, null, 2));
   const kubeconfig = ['--kubeconfig', options.cluster.kubeconfig];
   options.log(

@@ -9,6 +9,8 @@ import { hostNodeName } from '../kubernetes/node-name';
 import { NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
 import { agentConfigOf, startCluster, type LocalCluster } from './cluster';
 import { ensureHostNetns } from './dev-node';
+import { installInCluster, VALUES_FILE, type InCluster } from './in-cluster';
+import { ensureNetleaseImage, type NetleaseImage } from './netlease-image';
 import { type Tracked } from './processes';
 import { startReadable } from './readable-log';
 import { runBootstrap } from './set-up';
@@ -76,6 +78,71 @@ export async function startClusterRun(
       start: () => startReadable(process.execPath, agentArgs(agentConfigOf(node)), { env }),
     })),
   };
+}
+
+export interface InClusterRun {
+  cluster: LocalCluster;
+  image: NetleaseImage;
+  installed: InCluster;
+  valuesFile: string;
+}
+
+/** Each node's host namespace when netlease runs as pods: the chart's nodeAgent.hostNetns. */
+export const IN_CLUSTER_HOST_NETNS = 'netlease-host-';
+
+/**
+ * `npm start -- --cluster --in-cluster`: the same cluster, its nodes' CNI dirs left to netlease's
+ * own pods; the image built (tools/netlease-image) and imported into each node's containerd, and
+ * the chart installed with helm (tools/in-cluster). Temporal stays outside, on this machine.
+ */
+export async function startInClusterRun(
+  root: string,
+  stateDir: string,
+  config: NetleaseConfig,
+  logFd: number,
+  nodeCount: 1 | 2,
+  started: (processes: Tracked[]) => void,
+): Promise<InClusterRun> {
+  const pool = config.pools[0];
+  if (!pool) throw new Error('--cluster: the config has no pool for the node');
+  runBootstrap(root, '--cluster');
+  const image = ensureNetleaseImage(root);
+  console.log(
+    `netlease: the image ${image.ref}: ${(image.size / 1024 / 1024).toFixed(0)} MiB (${image.file})`,
+  );
+  const nodes = clusterNodes(nodeCount).map(({ nodeName }) => ({
+    nodeName,
+    hostNetns: `${IN_CLUSTER_HOST_NETNS}${nodeName}`,
+  }));
+  for (const { hostNetns } of nodes) await ensureHostNetns(hostNetns);
+  const dir = join(stateDir, 'cluster-in');
+  console.log(
+    `netlease: starting the cluster (state in ${dir}, logs in cluster.log), then helm install of the chart`,
+  );
+  const cluster = await startCluster({
+    dir,
+    nodes,
+    temporal: config.temporal,
+    pool: { name: pool.name, cidrs: pool.cidrs },
+    logFd,
+    asPods: { images: [image] },
+  });
+  started(cluster.processes);
+  const log = (line: string) => console.log(`netlease: ${line}`);
+  const installed = await installInCluster({
+    cluster,
+    dir,
+    image,
+    temporal: config.temporal,
+    pool: { name: pool.name, cidrs: pool.cidrs },
+    hostNetnsPrefix: IN_CLUSTER_HOST_NETNS,
+    reconcileIntervalSeconds: config.kubernetes?.reconcileIntervalSeconds ?? 60,
+    log,
+  }).catch(async (err: unknown) => {
+    await cluster.stop();
+    throw err;
+  });
+  return { cluster, image, installed, valuesFile: join(dir, VALUES_FILE) };
 }
 
 /** What to try, printed once everything runs. */

@@ -15,7 +15,14 @@ import { startDevNode } from './dev-node';
 import { startLocalKube } from './kube-apiserver';
 import { runningLauncher, stopLeftovers, stopPid, thisProcess, type Tracked } from './processes';
 import { startReadable } from './readable-log';
-import { clusterHelp, startClusterRun, type ClusterRun } from './start-cluster';
+import { RELEASE, RELEASE_NAMESPACE } from './in-cluster';
+import {
+  clusterHelp,
+  startClusterRun,
+  startInClusterRun,
+  type ClusterRun,
+  type InClusterRun,
+} from './start-cluster';
 import { supervise, type Supervised } from './supervise';
 import { runBootstrap } from './set-up';
 import { startDevServer } from './temporal-server';
@@ -34,14 +41,17 @@ interface StartFlags {
   nodes: 1 | 2;
   /** The dev server (default) or the Temporal server on PostgreSQL. */
   temporal: 'dev' | 'production';
+  /** netlease installed as pods by its Helm chart (`--in-cluster`), not run as host processes. */
+  inCluster: boolean;
 }
 
 function parseFlags(args: string[]): StartFlags {
-  const usage = 'known: --cluster, --cluster --nodes 2, --temporal dev|production';
-  const flags: StartFlags = { cluster: false, nodes: 1, temporal: 'dev' };
+  const usage = 'known: --cluster, --cluster --nodes 2, --cluster --in-cluster, --temporal dev|production';
+  const flags: StartFlags = { cluster: false, nodes: 1, temporal: 'dev', inCluster: false };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === '--cluster') flags.cluster = true;
+    else if (arg === '--in-cluster') flags.inCluster = true;
     else if (arg === '--nodes' && (args[i + 1] === '1' || args[i + 1] === '2'))
       flags.nodes = args[++i] === '2' ? 2 : 1;
     else if (arg === '--temporal' && (args[i + 1] === 'dev' || args[i + 1] === 'production'))
@@ -49,6 +59,7 @@ function parseFlags(args: string[]): StartFlags {
     else throw new Error(`unknown argument ${args.slice(i).join(' ')} (${usage})`);
   }
   if (flags.nodes === 2 && !flags.cluster) throw new Error(`--nodes needs --cluster (${usage})`);
+  if (flags.inCluster && !flags.cluster) throw new Error(`--in-cluster needs --cluster (${usage})`);
   return flags;
 }
 
@@ -76,10 +87,22 @@ async function main(): Promise<void> {
   let clusterRun: ClusterRun | undefined;
   if (flags.cluster) {
     const clusterLog = openSync(join(stateDir, 'cluster.log'), 'a');
-    clusterRun = await startClusterRun(root, stateDir, config, clusterLog, flags.nodes, (processes) => {
+    const started = (processes: Tracked[]) => {
       children.push(...processes);
       save();
-    });
+    };
+    if (flags.inCluster) {
+      const run = await startInClusterRun(root, stateDir, config, clusterLog, flags.nodes, started);
+      await waitAsPods(run, server.uiUrl, config, server.cli, children, async (why) => {
+        console.log(`\nnetlease: ${why}; stopping the cluster and Temporal`);
+        await run.cluster.stop();
+        for (const child of [...children].reverse()) await stopPid(child.pid);
+        rmSync(pidFile, { force: true });
+        process.exit(0);
+      });
+      return;
+    }
+    clusterRun = await startClusterRun(root, stateDir, config, clusterLog, flags.nodes, started);
   }
   const effective = clusterRun?.effective ?? (await withKubernetes(config, log, children, save));
   const effectivePath = join(stateDir, 'netlease.effective.json');
@@ -159,6 +182,29 @@ Kubernetes:   ${effective.kubernetes?.kubeconfig} (node ${hostNodeName()} regist
   node dist/tools/demo-pod.js delete demo    # the lease is released
 Temporal CLI: ${linkCli(server.cli)}  (not on PATH; e.g. .netlease/bin/temporal workflow list)
 Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
+}
+
+/** netlease runs as pods: nothing to supervise here; Ctrl-C (or a server gone) stops everything. */
+async function waitAsPods(
+  run: InClusterRun,
+  uiUrl: string | undefined,
+  config: NetleaseConfig,
+  cli: string,
+  children: Tracked[],
+  stop: (why: string) => Promise<void>,
+): Promise<void> {
+  let stopping = false;
+  const once = (why: string) => (stopping ? undefined : ((stopping = true), void stop(why)));
+  process.on('SIGINT', () => once('interrupted'));
+  process.on('SIGTERM', () => once('terminated'));
+  process.on('SIGHUP', () => once('hung up'));
+  for (const child of children) void child.exited.then((code) => once(`pid ${child.pid} exited (${code})`));
+  console.log(`\nnetlease is running as pods (helm release ${RELEASE} in ${RELEASE_NAMESPACE}, image ${run.image.ref}).
+  Temporal UI:  ${uiLine(uiUrl, config)}
+${clusterHelp(run.cluster)}
+  Its pods: the agent DaemonSet and the control Deployment in ${RELEASE_NAMESPACE}; values in ${run.valuesFile}.
+Temporal CLI: ${linkCli(cli)}
+Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything.`);
 }
 
 /**
