@@ -6,8 +6,10 @@
 // state in .netlease/conformance (made afresh each run) and names, ports and a pool of its own, so
 // it runs beside `npm start` and the tests. e2e.test runs against it with KUBE_TEST_REPO_LIST
 // pointing the framework at the local images; a summary per spec is printed, everything stopped.
-// Usage: npm run conformance   (its log: .netlease/conformance/e2e.log; exit 0 when all pass)
-import { existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+// netlease runs as pods installed by its Helm chart (tools/in-cluster), as an operator installs it;
+// `--host-processes` runs its control worker and agents as processes of this machine instead.
+// Usage: npm run conformance [-- --host-processes]   (its log: .netlease/conformance/e2e.log; exit 0 when all pass)
+import { existsSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { NetleaseConfigSchema } from '../domain/config';
 import { ip } from '../kernel/ip';
@@ -16,6 +18,8 @@ import { agentConfigOf, startCluster, type LocalCluster } from './cluster';
 import { ensureConformanceImages } from './conformance-images';
 import { FOCUS, readResults, SPECS, summary } from './conformance-specs';
 import { ensureHostNetns } from './dev-node';
+import { installInCluster } from './in-cluster';
+import { ensureNetleaseImage } from './netlease-image';
 import { unmountUnder } from './mounts';
 import { programPath } from './programs';
 import {
@@ -36,7 +40,12 @@ const stateDir = join(process.env.NETLEASE_STATE_DIR ?? join(root, '.netlease'),
 const pidFile = join(stateDir, 'pids.json');
 /** Its own pool, outside npm start's (198.18.0.0/16) and the tests' (198.19.0.0/17). */
 const POOL = { name: 'conformance', cidrs: ['198.19.128.0/22', 'fd00:19:128::/64'] };
-const NODES = [1, 2].map((i) => ({ nodeName: `conformance-${i}`, hostNetns: `netlease-conformance-${i}` }));
+/** Each node's host namespace is `<prefix><node name>`, as the chart's nodeAgent.hostNetns names it. */
+const HOST_NETNS_PREFIX = 'netlease-';
+const NODES = [1, 2].map((i) => ({
+  nodeName: `conformance-${i}`,
+  hostNetns: `${HOST_NETNS_PREFIX}conformance-${i}`,
+}));
 const TASK_QUEUE = 'netlease-conformance';
 
 /** The processes of this run, recorded so that a next run stops what a killed one left. */
@@ -116,6 +125,8 @@ async function main(): Promise<void> {
   rmSync(clusterDir, { recursive: true, force: true });
   mkdirSync(clusterDir, { recursive: true });
   const { images, repoList } = ensureConformanceImages(stateDir);
+  // netlease as pods by its chart (the default), or as host processes (--host-processes).
+  const netleaseImage = process.argv.includes('--host-processes') ? undefined : ensureNetleaseImage(root);
   const log = openSync(join(stateDir, 'cluster.log'), 'w');
   const run = recorder();
   let server: DevServer | undefined;
@@ -132,17 +143,33 @@ async function main(): Promise<void> {
     server = await startDevServer({ port: await freePort(), logFd: log });
     run.track(server.process);
     for (const { hostNetns } of NODES) await ensureHostNetns(hostNetns);
-    console.log(`netlease: starting the cluster (nodes ${NODES.map((n) => n.nodeName).join(', ')})`);
+    const how = netleaseImage ? 'netlease as pods' : 'netlease as host processes';
+    console.log(`netlease: starting the cluster (nodes ${NODES.map((n) => n.nodeName).join(', ')}; ${how})`);
     cluster = await startCluster({
       dir: clusterDir,
       nodes: NODES,
       temporal: { address: server.address, taskQueue: TASK_QUEUE },
       pool: POOL,
       logFd: log,
+      ...(netleaseImage ? { asPods: { images: [netleaseImage] } } : {}),
     });
     run.track(...cluster.processes);
-    run.track(startControlWorker(cluster, server.address, log));
-    run.track(...(await startAgents(cluster, log)));
+    if (netleaseImage) {
+      console.log(`netlease: installing netlease as pods (helm, image ${netleaseImage.ref})`);
+      await installInCluster({
+        cluster,
+        dir: clusterDir,
+        image: netleaseImage,
+        temporal: { address: server.address, taskQueue: TASK_QUEUE },
+        pool: POOL,
+        hostNetnsPrefix: HOST_NETNS_PREFIX,
+        reconcileIntervalSeconds: 60,
+        log: (line) => writeSync(log, `${line}\n`),
+      });
+    } else {
+      run.track(startControlWorker(cluster, server.address, log));
+      run.track(...(await startAgents(cluster, log)));
+    }
     for (const node of cluster.nodes)
       for (const image of images) await node.real.containerd.ctr(['images', 'import', image.file]);
     if (interrupted) return;

@@ -71,7 +71,8 @@ export async function inClusterValues(options: InClusterOptions): Promise<ChartV
     },
     kubernetesApi: { host: server.hostname, port: server.port },
     control: {
-      replicas: 2,
+      // One per node (host network, anti-affinity): a one-node cluster runs one.
+      replicas: Math.min(2, options.cluster.nodes.length),
       reuseCooldownSeconds: 1,
       reconcileIntervalSeconds: options.reconcileIntervalSeconds ?? 3600,
       metrics: { enabled: true, port: await freePort(), host: '$(NETLEASE_POD_IP)' },

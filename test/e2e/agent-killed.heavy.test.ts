@@ -11,7 +11,6 @@ import { LinkSchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
 import { leaseExecutions } from '../../temporal/visibility';
 import { netnsOf } from '../../tools/containerd';
-import { type Tracked } from '../../tools/processes';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { containersOfPod } from '../harness/real-node';
@@ -62,14 +61,6 @@ const failedSandboxes = async () =>
     await core.listNamespacedEvent({ namespace, fieldSelector: 'reason=FailedCreatePodSandBox' })
   ).items.filter((e) => e.involvedObject.name?.startsWith(app));
 
-/** The signal a tracked process ended by. */
-const signalOf = (tracked: Tracked) =>
-  new Promise<NodeJS.Signals | null>((resolve) => {
-    if (tracked.child.exitCode !== null || tracked.child.signalCode !== null)
-      resolve(tracked.child.signalCode);
-    else tracked.child.once('exit', (_code, signal) => resolve(signal));
-  });
-
 /** The sandbox's network namespace of a pod. */
 async function netnsOfPod(uid: string): Promise<string> {
   const ctr = node.real.containerd.ctr;
@@ -89,15 +80,11 @@ async function createDeployment(): Promise<void> {
 }
 
 test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, no leaked address`, async () => {
-  const first = node.agent;
-  if (!first) throw new Error('no agent');
+  if (!node.agent) throw new Error('no agent');
   await createDeployment();
   // As soon as the scheduler binds the first pod, the agent dies without a chance to clean up.
   await waitForValue(podsOfApp, (pods) => pods.some((p) => p.spec?.nodeName), 120_000, 100, 'a pod bound');
-  const died = signalOf(first);
-  process.kill(first.pid, 'SIGKILL');
-  expect(await died).toBe('SIGKILL');
-  node.agent = undefined;
+  expect(await node.killAgent('SIGKILL')).toBe('SIGKILL');
   // While it is gone the kubelet's sandbox creation fails and pods stay short of Running.
   await waitForValue(failedSandboxes, (events) => events.length > 0, 180_000, 500, 'a failed sandbox');
   expect((await podsOfApp()).filter(isRunning).length).toBeLessThan(REPLICAS);

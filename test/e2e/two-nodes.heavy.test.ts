@@ -288,9 +288,10 @@ test('a node replaced under the same name while the other serves: pods move, not
   expect(oldOnA).toHaveLength(REPLICAS / 2);
 
   const a = nodeOf(nameA);
+  // The kubelet first: with netlease as pods, a kubelet still running would restart the agent.
+  await a.real.stopKubelet();
   if (a.agent) await stopPid(a.agent.pid);
   a.agent = undefined;
-  await a.real.stopKubelet();
   await core.deleteNode({ name: nameA });
 
   // The pod GC deletes A's pods (after its quarantine) and the ReplicaSet's replacements run on B

@@ -34,6 +34,14 @@ export async function makeNetns(prefix: string): Promise<TestNetns> {
   return wrap(name);
 }
 
+/** A fresh namespace of exactly this name (an agent pod's value names it), with its loopback up. */
+export async function makeNamedNetns(name: string): Promise<TestNetns> {
+  await ip(undefined, ['netns', 'add', name]);
+  made.add(name);
+  await ip(name, ['link', 'set', 'dev', 'lo', 'up']);
+  return wrap(name);
+}
+
 /** The name only: a namespace the test creates later (the runtime is "still making it"). */
 export function futureNetns(prefix: string): TestNetns & { create(): Promise<void> } {
   const name = `nlt-${prefix}-${randomBytes(3).toString('hex')}`;

@@ -4,7 +4,7 @@
 // backoff). Its pool is its own in the machine (the machine routes it, tools/node-reach): a /22
 // of 198.19.0.0/17 and a /64 of fd00::/8 at random, another drawn when another run holds it. Its
 // directory and the log of every process are removed at the end unless NETLEASE_KEEP_CLUSTER_LOG.
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppsV1Api, V1Deployment } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
@@ -23,7 +23,10 @@ import {
 } from '../../tools/cluster';
 import { PoolRangeTaken } from '../../tools/machine-routes';
 import { startTracked, stopPid, type Tracked } from '../../tools/processes';
-import { deleteAllNetns, makeNetns } from './netns';
+import { installInCluster, type InCluster } from '../../tools/in-cluster';
+import { ensureNetleaseImage } from '../../tools/netlease-image';
+import { readyAgent, killAgent, type AgentContainer } from './agent-pod';
+import { deleteAllNetns, makeNamedNetns, makeNetns } from './netns';
 import { randomPoolCidrs } from './pool-cidrs';
 import { NODE_AGENT_ENTRY } from './node-agent';
 import {
@@ -36,6 +39,8 @@ import {
 } from './temporal';
 import { waitForValue } from './wait';
 
+const ROOT = join(__dirname, '..', '..', '..');
+
 export interface RealClusterOptions {
   /** Names the task queue, the directory and the host-side namespaces. */
   prefix: string;
@@ -46,13 +51,24 @@ export interface RealClusterOptions {
   preProduce?: boolean;
 }
 
+/** The node agent: a host process, or with NETLEASE_E2E_IN_CLUSTER=1 its DaemonSet pod's container. */
+export type NodeAgentProcess = Tracked | AgentContainer;
+
 /** A real node of the test's cluster with its node agent process. */
 export interface RealClusterNode extends ClusterNode {
   /** The running agent process, if any; a test that kills it sets this to undefined. */
-  agent: Tracked | undefined;
-  /** Starts the node agent; resolves once its CNI socket exists. */
-  startAgent(): Promise<Tracked>;
+  agent: NodeAgentProcess | undefined;
+  /**
+   * Starts the node agent; resolves once its CNI socket exists. As pods: waits for the kubelet
+   * (or the DaemonSet controller) to run a new agent container, ready.
+   */
+  startAgent(): Promise<NodeAgentProcess>;
+  /** Kills the agent's process with `signal`; the signal it ended by. */
+  killAgent(signal: NodeJS.Signals): Promise<NodeJS.Signals | null>;
 }
+
+/** netlease installed as pods by its chart (tools/in-cluster) instead of host processes. */
+export const inClusterMode = (): boolean => process.env.NETLEASE_E2E_IN_CLUSTER === '1';
 
 export interface RealCluster {
   readonly dir: string;
@@ -65,13 +81,31 @@ export interface RealCluster {
   readonly pool: { name: string; cidrs: string[] };
   /** In the order of `nodeNames`. */
   readonly nodes: RealClusterNode[];
+  /** netlease's Helm release when it runs as pods (NETLEASE_E2E_IN_CLUSTER=1). */
+  readonly installed: InCluster | undefined;
   stop(): Promise<void>;
 }
+
+/** The signal a tracked process ended by. */
+const signalOf = (tracked: Tracked) =>
+  new Promise<NodeJS.Signals | null>((resolve) => {
+    if (tracked.child.exitCode !== null || tracked.child.signalCode !== null)
+      resolve(tracked.child.signalCode);
+    else tracked.child.once('exit', (_code, signal) => resolve(signal));
+  });
 
 function withAgent(node: ClusterNode, log: number): RealClusterNode {
   const withProcess: RealClusterNode = {
     ...node,
     agent: undefined,
+    async killAgent(signal) {
+      const agent = withProcess.agent;
+      if (!agent || !('child' in agent)) throw new Error(`no agent process on ${node.real.nodeName}`);
+      const died = signalOf(agent);
+      process.kill(agent.pid, signal);
+      withProcess.agent = undefined;
+      return died;
+    },
     async startAgent() {
       const agent = startTracked(process.execPath, [NODE_AGENT_ENTRY, '--config', agentConfigOf(node)], {
         stdio: ['ignore', log, log],
@@ -90,29 +124,70 @@ function withAgent(node: ClusterNode, log: number): RealClusterNode {
   return withProcess;
 }
 
+/** With netlease as pods, each node's host namespace: the chart's nodeAgent.hostNetns names it so. */
+const POD_HOST_NETNS = 'nlt-h-';
+
 export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
+  const asPods = inClusterMode();
   const dir = mkdtempSync(join(tmpdir(), `netlease-${options.prefix}-`));
   const temporal = await connectTest(options.prefix);
   const log = openSync(join(dir, 'cluster.log'), 'a');
   const nodes = [];
-  for (const [i, nodeName] of options.nodeNames.entries())
-    nodes.push({ nodeName, hostNetns: (await makeNetns(`${options.prefix.slice(0, 5)}host${i}`)).name });
+  for (const [i, nodeName] of options.nodeNames.entries()) {
+    const made = asPods
+      ? await makeNamedNetns(`${POD_HOST_NETNS}${nodeName}`)
+      : await makeNetns(`${options.prefix.slice(0, 5)}host${i}`);
+    nodes.push({ nodeName, hostNetns: made.name });
+  }
+  const image = asPods ? ensureNetleaseImage(ROOT) : undefined;
   const pool = { name: temporal.taskQueue, cidrs: [] as string[] };
+  const connection = { address: temporalAddress(), taskQueue: temporal.taskQueue };
   const cluster = await startWithOwnPool(pool, {
     dir,
     nodes,
-    temporal: { address: temporalAddress(), taskQueue: temporal.taskQueue },
+    temporal: connection,
     logFd: log,
     ...(options.preProduce !== undefined ? { preProduce: options.preProduce } : {}),
+    ...(image ? { asPods: { images: [image] } } : {}),
   }).catch(async (err: unknown) => {
     await deleteAllNetns(); // the cluster stopped what it started; the namespaces are the test's
     throw err;
   });
   const reconcileIntervalSeconds = options.reconcileIntervalSeconds ?? 3600;
-  const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds };
-  const worker: RunningWorker = await runControlWorker(
-    testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1, pools: [pool] }),
-  );
+  const stopCluster = async () => {
+    await cluster.stop();
+    await deleteAllNetns();
+    await temporal.close();
+    closeSync(log);
+    if (process.env.NETLEASE_KEEP_CLUSTER_LOG)
+      process.stdout.write(`${options.prefix}: log kept in ${dir}\n`);
+    else rmSync(dir, { recursive: true, force: true });
+  };
+  let installed: InCluster | undefined;
+  let worker: RunningWorker | undefined;
+  try {
+    if (image)
+      installed = await installInCluster({
+        cluster,
+        dir,
+        image,
+        temporal: connection,
+        pool,
+        hostNetnsPrefix: POD_HOST_NETNS,
+        reconcileIntervalSeconds,
+        ...(options.preProduce !== undefined ? { preProduce: options.preProduce } : {}),
+        log: (line) => writeSync(log, `${line}\n`),
+      });
+    else {
+      const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds };
+      worker = await runControlWorker(
+        testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1, pools: [pool] }),
+      );
+    }
+  } catch (err) {
+    await stopCluster();
+    throw err;
+  }
   const kube = await connectKube(cluster.kubeconfig);
   const real: RealCluster = {
     dir,
@@ -122,21 +197,45 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     core: kube.core,
     apps: kube.config.makeApiClient(kube.kube.AppsV1Api),
     pool,
-    nodes: cluster.nodes.map((node) => withAgent(node, log)),
+    installed,
+    nodes: cluster.nodes.map((node) => (asPods ? withAgentPod(node, kube.core) : withAgent(node, log))),
     async stop() {
-      for (const node of real.nodes) if (node.agent) await stopPid(node.agent.pid);
-      await worker.stop();
-      await cluster.stop();
-      await deleteAllNetns();
-      await temporal.close();
-      closeSync(log);
-      if (process.env.NETLEASE_KEEP_CLUSTER_LOG)
-        process.stdout.write(`${options.prefix}: log kept in ${dir}\n`);
-      else rmSync(dir, { recursive: true, force: true });
+      // As pods, the agents go with their node's containerd (a power cut, as for every pod).
+      for (const node of real.nodes) if (node.agent && 'child' in node.agent) await stopPid(node.agent.pid);
+      await worker?.stop();
+      await stopCluster();
     },
   };
   for (const node of real.nodes) await node.startAgent();
   return real;
+}
+
+/** The node's agent as its DaemonSet's pod: found, killed and awaited through the API and containerd. */
+function withAgentPod(node: ClusterNode, core: CoreApi): RealClusterNode {
+  const nodeName = node.real.nodeName;
+  const withPod: RealClusterNode = {
+    ...node,
+    agent: undefined,
+    async startAgent() {
+      const previous = withPod.agent;
+      const agent = await readyAgent(
+        core,
+        node.real.containerd.ctr,
+        nodeName,
+        previous && 'containerId' in previous ? previous : undefined,
+      );
+      withPod.agent = agent;
+      return agent;
+    },
+    async killAgent(signal) {
+      const agent = withPod.agent;
+      if (!agent || !('containerId' in agent)) throw new Error(`no agent container on ${nodeName}`);
+      const died = await killAgent(core, nodeName, agent, signal);
+      withPod.agent = undefined;
+      return died;
+    },
+  };
+  return withPod;
 }
 
 /** The cluster on a pool drawn at random (`pool.cidrs` set to it), again while another run holds it. */

@@ -1,6 +1,13 @@
-{{/* The image both workers and install-cni run. */}}
+{{/* The image both workers and install-cni run; `netlease.imageOf` with a component's own tag. */}}
 {{- define "netlease.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+{{- define "netlease.imageOf" -}}
+{{- if .tag -}}
+{{ .root.Values.image.repository }}:{{ .tag }}
+{{- else -}}
+{{ include "netlease.image" .root }}
+{{- end -}}
 {{- end }}
 
 {{- define "netlease.labels" -}}

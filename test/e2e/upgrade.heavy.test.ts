@@ -1,0 +1,278 @@
+// netlease installed as pods (NETLEASE_E2E_IN_CLUSTER=1; skipped otherwise) is upgraded the way an
+// operator upgrades a CNI, while a Deployment churns on both nodes (pods deleted and replaced
+// throughout): `helm upgrade` rolls the agent DaemonSet to a new image one node at a time, then the
+// control Deployment. Meanwhile the kubelet's ADDs may get 11 and be retried, and DELs made while
+// an agent is away are queued by the shim on the host. Judged from outside: every pod ends Running
+// with its lease's addresses, every deleted pod's lease ends Released (no DEL lost), no address is
+// ever on two live pods nor held twice in the nodes' tables, the DEL queues drain and each node's
+// host ends are exactly its pods'. Then `helm uninstall` removes the conflist and the shim from
+// both nodes and leaves no netlease process.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AppsV1Api, V1Deployment, V1Pod } from '@kubernetes/client-node' with {
+  'resolution-mode': 'import',
+};
+import { addressOwnershipFindings } from '../../domain/address-ownership';
+import type { LeaseState } from '../../domain/lease';
+import { nodeWorkflowId } from '../../domain/ids';
+import { type CoreApi } from '../../kubernetes/kube';
+import { hostDirsOf } from '../../tools/cluster';
+import { RELEASE_NAMESPACE } from '../../tools/in-cluster';
+import { ensureNetleaseImage, type NetleaseImage } from '../../tools/netlease-image';
+import { nodeStateQuery } from '../../workflows/node-messages';
+import { hostEnds } from '../harness/netns';
+import { expectReplayed } from '../harness/replay';
+import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+import { ipJson } from '../../kernel/ip';
+import { LinkSchema } from '../../kernel/links';
+import {
+  inClusterMode,
+  leaseOfPod,
+  sleepersDeployment,
+  startRealCluster,
+  type RealCluster,
+} from '../harness/real-cluster';
+
+const ROOT = join(__dirname, '..', '..', '..');
+const REPLICAS = 8;
+const nodeNames: [string, string] = [uniqueName('upg-a'), uniqueName('upg-b')];
+const namespace = 'default';
+const app = uniqueName('churn');
+const inCluster = inClusterMode() ? test : test.skip;
+
+let real: RealCluster;
+let temporal: TestTemporal;
+let core: CoreApi;
+let apps: AppsV1Api;
+beforeAll(async () => {
+  if (!inClusterMode()) return;
+  real = await startRealCluster({ prefix: 'upgrade', nodeNames, preProduce: true });
+  ({ temporal, core, apps } = real);
+}, 400_000);
+afterAll(() => real?.stop(), 240_000);
+
+const podsOfApp = async (): Promise<V1Pod[]> =>
+  (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
+const live = (p: V1Pod) => !p.metadata?.deletionTimestamp;
+const addressesOf = (lease: LeaseState | undefined) => (lease?.addresses ?? []).map((a) => a.address);
+
+/** Spread over both nodes, one at most one pod ahead of the other. */
+function spreadDeployment(): V1Deployment {
+  const deployment = sleepersDeployment(app, REPLICAS);
+  const spec = deployment.spec?.template.spec;
+  if (spec)
+    spec.topologySpreadConstraints = [
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'DoNotSchedule',
+        labelSelector: { matchLabels: { app } },
+      },
+    ];
+  return deployment;
+}
+
+/** What the churn saw: every pod UID, the ones it deleted, and any address on two live pods. */
+interface Churn {
+  seen: Set<string>;
+  deleted: Set<string>;
+  sharedAddresses: string[];
+  samples: number;
+}
+
+/** Deletes one pod of the app every `everyMs` (the ReplicaSet replaces it) and samples pod IPs, until `stop`. */
+async function churn(stop: { done: boolean }, everyMs: number): Promise<Churn> {
+  const seen = new Set<string>();
+  const deleted = new Set<string>();
+  const sharedAddresses: string[] = [];
+  let samples = 0;
+  for (let round = 0; !stop.done; round++) {
+    const pods = await podsOfApp();
+    samples++;
+    const holders = new Map<string, string>();
+    for (const pod of pods.filter(live)) {
+      seen.add(uidOf(pod));
+      for (const ip of pod.status?.podIPs ?? []) {
+        const other = holders.get(ip.ip);
+        if (other && other !== uidOf(pod)) sharedAddresses.push(`${ip.ip}: ${other} and ${uidOf(pod)}`);
+        holders.set(ip.ip, uidOf(pod));
+      }
+    }
+    const victim = pods.filter(live)[round % Math.max(1, pods.filter(live).length)];
+    if (victim?.metadata?.name) {
+      await core.deleteNamespacedPod({ namespace, name: victim.metadata.name }).catch(() => undefined);
+      deleted.add(uidOf(victim));
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+  return { seen, deleted, sharedAddresses, samples };
+}
+
+/** Entries waiting in each node's DEL queue (the shim's files on the host). */
+const queuedDels = () =>
+  nodeNames.map((node) => {
+    const dir = join(hostDirsOf(real.dir).state, node, 'cni-del-queue');
+    return existsSync(dir) ? readdirSync(dir).length : 0;
+  });
+
+/** The images the agent DaemonSet's and the control Deployment's pods run now (ready ones). */
+async function runningImages(): Promise<{ agent: string[]; control: string[] }> {
+  const pods = (await core.listNamespacedPod({ namespace: RELEASE_NAMESPACE })).items.filter(live);
+  const imagesOf = (label: string) =>
+    pods
+      .filter((p) => p.metadata?.labels?.app === label)
+      .filter((p) => p.status?.containerStatuses?.every((c) => c.ready))
+      .map((p) => p.spec?.containers[0]?.image ?? '');
+  return { agent: imagesOf('netlease-node-agent'), control: imagesOf('netlease-control') };
+}
+
+/** netlease processes of this cluster: those whose environment names one of its nodes. */
+function netleaseProcesses(): number[] {
+  const names = nodeNames.map((n) => `NETLEASE_NODE_NAME=${n}`);
+  return readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((pid) => {
+      try {
+        const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+        return environ.some((v) => names.includes(v));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+let next: NetleaseImage;
+
+inCluster(
+  'rolling updates of the agent DaemonSet, then the control Deployment, while pods churn',
+  async () => {
+    const installed = real.installed;
+    if (!installed) throw new Error('netlease is not installed as pods');
+    await apps.createNamespacedDeployment({ namespace, body: spreadDeployment() });
+    await waitForValue(
+      podsOfApp,
+      (ps) => ps.filter((p) => p.status?.phase === 'Running').length === REPLICAS,
+      180_000,
+      500,
+      `${REPLICAS} pods of ${app} Running`,
+    );
+    // The new image: the same files under a new tag and config (a new image ID), on both nodes.
+    const current = ensureNetleaseImage(ROOT);
+    next = ensureNetleaseImage(ROOT, `${current.tag}-next`);
+    for (const node of real.nodes) await node.real.containerd.ctr(['images', 'import', next.file]);
+    const nextRef = `${installed.values.image.repository}:${next.tag}`;
+
+    const stop = { done: false };
+    const churning = churn(stop, 700);
+    let queuedMost = 0;
+    const watchQueue = setInterval(() => (queuedMost = Math.max(queuedMost, ...queuedDels())), 100);
+    const started = Date.now();
+    await installed.upgrade((v) => ({ ...v, nodeAgent: { ...(v.nodeAgent as object), imageTag: next.tag } }));
+    const agentRolled = (Date.now() - started) / 1000;
+    await installed.upgrade((v) => ({ ...v, control: { ...(v.control as object), imageTag: next.tag } }));
+    const controlRolled = (Date.now() - started) / 1000 - agentRolled;
+    // Churn on a little after both rollouts, with the new agents and control workers.
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    stop.done = true;
+    const seen = await churning;
+    clearInterval(watchQueue);
+    process.stdout.write(
+      `upgrade: agents rolled in ${agentRolled.toFixed(1)} s, control in ${controlRolled.toFixed(1)} s; ` +
+        `${seen.deleted.size} pods deleted, ${seen.seen.size} seen, ${seen.samples} samples, at most ${queuedMost} DELs queued\n`,
+    );
+    expect(await runningImages()).toEqual({
+      agent: nodeNames.map(() => nextRef),
+      control: [nextRef, nextRef],
+    });
+    expect(seen.deleted.size).toBeGreaterThanOrEqual(10);
+    expect(seen.sharedAddresses).toEqual([]);
+
+    // Every pod ends Running with its lease's addresses (the kubelet's retries were enough).
+    const pods = await waitForValue(
+      podsOfApp,
+      (ps) => ps.length === REPLICAS && ps.every((p) => live(p) && p.status?.phase === 'Running'),
+      300_000,
+      1000,
+      `${REPLICAS} pods of ${app} Running after the upgrade`,
+    );
+    for (const pod of pods) {
+      const lease = await waitForValue(
+        () => leaseOfPod(temporal, uidOf(pod)),
+        (s) => s?.phase === 'Running',
+        60_000,
+      );
+      expect([...(pod.status?.podIPs ?? []).map((i) => i.ip)].sort()).toEqual(addressesOf(lease).sort());
+    }
+    // No DEL lost: each deleted pod's lease is Released, and the queues are empty.
+    for (const uid of seen.deleted) {
+      const lease = await waitForValue(
+        () => leaseOfPod(temporal, uid),
+        (s) => s === undefined || s.phase === 'Released',
+        120_000,
+        500,
+        `the lease of deleted pod ${uid} Released`,
+      );
+      expect([uid, lease?.phase ?? 'none']).toEqual([uid, lease === undefined ? 'none' : 'Released']);
+    }
+    expect(
+      await waitForValue(
+        async () => queuedDels(),
+        (q) => q.every((n) => n === 0),
+        60_000,
+      ),
+    ).toEqual([0, 0]);
+    // The nodes' tables hold exactly the live pods' addresses, none twice; host ends are the pods'.
+    const states = await Promise.all(
+      nodeNames.map(async (node) => ({
+        node,
+        ...(await temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery)),
+      })),
+    );
+    expect(addressOwnershipFindings(states).map((f) => f.message)).toEqual([]);
+    const held = states.flatMap((s) =>
+      Object.values(s.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.address),
+    );
+    expect(held.sort()).toEqual(pods.flatMap((p) => (p.status?.podIPs ?? []).map((i) => i.ip)).sort());
+    for (const node of real.nodes) {
+      const ends = hostEnds(await ipJson(node.hostNetns, ['link', 'show'], LinkSchema));
+      const onNode = pods.filter((p) => p.spec?.nodeName === node.real.nodeName).length;
+      expect([node.real.nodeName, ends.length]).toEqual([node.real.nodeName, onNode]);
+    }
+  },
+  900_000,
+);
+
+inCluster(
+  'helm uninstall removes the conflist and the shim from both nodes and leaves no netlease process',
+  async () => {
+    const installed = real.installed;
+    if (!installed) throw new Error('netlease is not installed as pods');
+    const hosts = hostDirsOf(real.dir);
+    const files = () =>
+      nodeNames.flatMap((node) => [
+        join(hosts.cniConf, node, '10-netlease.conflist'),
+        join(hosts.cniBin, node, 'netlease'),
+      ]);
+    expect(files().filter(existsSync)).toEqual(files());
+    expect(netleaseProcesses().length).toBeGreaterThan(0);
+    await installed.uninstall();
+    expect(files().filter(existsSync)).toEqual([]);
+    // The runtime's own plugin stays: only netlease's files go.
+    for (const node of nodeNames) expect(existsSync(join(hosts.cniBin, node, 'loopback'))).toBe(true);
+    expect(
+      await waitForValue(
+        async () => netleaseProcesses(),
+        (p) => p.length === 0,
+        60_000,
+      ),
+    ).toEqual([]);
+  },
+  300_000,
+);
+
+inCluster('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(temporal, 10);
+});
