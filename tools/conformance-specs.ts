@@ -11,6 +11,13 @@ export const SPECS = [
   '[sig-network] Networking Granular Checks: Pods should function for node-pod communication: udp',
   '[sig-node] Pods should get a host IP',
   '[sig-network] [Feature:IPv6DualStack] should create pod, add ipv6 and ipv4 ip to pod ips',
+  // Pod to pod over the pods' addresses, beyond the conformance-tagged six.
+  '[sig-network] [Feature:IPv6DualStack] should be able to reach pod on ipv4 and ipv6 ip',
+  '[sig-network] NoSNAT Should be able to send traffic between Pods without SNAT',
+  '[sig-network] Connectivity Pod Lifecycle should be able to connect from a Pod to a terminating Pod',
+  '[sig-network] Connectivity Pod Lifecycle should be able to connect to other Pod from a terminating Pod',
+  // The pods' addresses as the EndpointSlice controller publishes them (no traffic through a Service).
+  '[sig-network] EndpointSlice should create Endpoints and EndpointSlices for Pods matching a Service',
 ];
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -153,7 +153,10 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     await deleteAllNetns(); // the cluster stopped what it started; the namespaces are the test's
     throw err;
   });
-  const reconcileIntervalSeconds = options.reconcileIntervalSeconds ?? 3600;
+  // As pods, the control worker that watches may lose its node (its pod, and with it its token,
+  // deleted with the Node): deletions made during the handover of the watch reach no watcher, and
+  // the reconciler's sweep releases those leases, as in production (60 s there, 10 s here).
+  const reconcileIntervalSeconds = options.reconcileIntervalSeconds ?? (asPods ? 10 : 3600);
   const stopCluster = async () => {
     await cluster.stop();
     await deleteAllNetns();

@@ -1,17 +1,22 @@
 // uninstall-cni, the node agent container's preStop: when its DaemonSet is gone or being deleted
-// (helm uninstall, kubectl delete), removes netlease's conflist and then the shim from the host, so
-// the runtime stops calling a plugin nobody serves. A restart or a rolling update finds the
+// (helm uninstall, kubectl delete), or its service account's access to it is gone (helm removes the
+// account and its Role with the DaemonSet), removes netlease's conflist and then the shim from the
+// host, so the runtime stops calling a plugin nobody serves. A restart or a rolling update finds the
 // DaemonSet there and keeps both: the node's pods keep their network while the agent is replaced
-// (ADDs get 11 and are retried by the kubelet, DELs are queued). An API that cannot be read keeps
-// them too: removing the network of a node on a guess is worse than a stale file.
+// (ADDs get 11 and are retried by the kubelet, DELs are queued). An API that does not answer keeps
+// them too. A removal in error is undone by the next agent pod's install-cni, which writes both.
 // Usage: node dist/worker/agent/uninstall-cni.js --daemonset <namespace>/<name> [--bin-dir D] [--conf-dir D] [--conf-name F]
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connectKube, isNotFound, kubeCall } from '../../kubernetes/kube';
+import { connectKube, isNotFound, KubeApiError, kubeCall } from '../../kubernetes/kube';
 import { DEFAULTS } from './install-cni';
 
-export type DaemonSetState = 'present' | 'deleting' | 'gone';
+/**
+ * `revoked`: the pod's own service account may no longer read it (401, 403): `helm uninstall`
+ * deletes the ServiceAccount and its Role with the DaemonSet, before the pods' preStop runs.
+ */
+export type DaemonSetState = 'present' | 'deleting' | 'gone' | 'revoked';
 
 export interface UninstallOptions {
   binDir: string;
@@ -54,6 +59,7 @@ export async function daemonSetState(namespace: string, name: string): Promise<D
     return ds.metadata?.deletionTimestamp ? 'deleting' : 'present';
   } catch (err) {
     if (isNotFound(err)) return 'gone';
+    if (err instanceof KubeApiError && (err.code === 401 || err.code === 403)) return 'revoked';
     throw err;
   }
 }
