@@ -7,11 +7,11 @@
 // (hostPaths.perNode), its veth host ends go to its own host namespace (`<prefix><node name>`), the
 // workers' metrics listen on the node's address, and the API server is reached directly (there is
 // no kube-proxy).
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import type { TemporalConnectionSchema } from '../domain/config';
-import { connectKube, kubeCall } from '../kubernetes/kube';
+import { connectKube, isConflict, isNotFound, kubeCall } from '../kubernetes/kube';
 import { hostDirsOf, waitNodesReady, type LocalCluster } from './cluster';
 import type { NetleaseImage } from './netlease-image';
 import { freePort, waitFor } from './processes';
@@ -33,6 +33,11 @@ export interface InClusterOptions {
   hostNetnsPrefix: string;
   network?: string;
   preProduce?: boolean;
+  /**
+   * Temporal over TLS: the server's CA and, for mTLS, the client's certificate and key (PEM files),
+   * put in a Secret of the release's namespace that the chart mounts in both workers.
+   */
+  tls?: { ca: string; cert?: string; key?: string; serverName?: string };
   reconcileIntervalSeconds?: number;
   log: (line: string) => void;
 }
@@ -60,6 +65,16 @@ export async function inClusterValues(options: InClusterOptions): Promise<ChartV
       address: temporal.address,
       namespace: temporal.namespace ?? 'default',
       taskQueue: temporal.taskQueue ?? 'netlease-control',
+      ...(options.tls
+        ? {
+            tls: {
+              enabled: true,
+              secretName: TLS_SECRET,
+              clientCertificate: options.tls.cert !== undefined,
+              serverNameOverride: options.tls.serverName ?? '',
+            },
+          }
+        : {}),
     },
     pools: [{ name: options.pool.name, cidrs: options.pool.cidrs }],
     // containerd 1.6's libcni knows CNI versions up to 1.0.0.
@@ -112,9 +127,32 @@ function helmApply(options: InClusterOptions, values: ChartValues): void {
   options.log(out.trim());
 }
 
+/** The Secret the chart's temporal.tls.secretName names: ca.crt, and tls.crt/tls.key for mTLS. */
+export const TLS_SECRET = 'netlease-temporal-tls';
+
+/** The release's namespace and the TLS Secret in it (replaced when it exists), before the install. */
+async function putTlsSecret(kubeconfig: string, tls: NonNullable<InClusterOptions['tls']>): Promise<void> {
+  const { core } = await connectKube(kubeconfig);
+  const namespace = RELEASE_NAMESPACE;
+  await core.createNamespace({ body: { metadata: { name: namespace } } }).catch((err: unknown) => {
+    if (!isConflict(err)) throw err;
+  });
+  const pem = (file: string) => Buffer.from(readFileSync(file)).toString('base64');
+  const data = {
+    'ca.crt': pem(tls.ca),
+    ...(tls.cert && tls.key ? { 'tls.crt': pem(tls.cert), 'tls.key': pem(tls.key) } : {}),
+  };
+  const body = { metadata: { name: TLS_SECRET, namespace }, type: 'Opaque', data };
+  await core.deleteNamespacedSecret({ namespace, name: TLS_SECRET }).catch((err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  });
+  await core.createNamespacedSecret({ namespace, body });
+}
+
 /** Installs netlease with the chart and waits until both nodes are Ready through it. */
 export async function installInCluster(options: InClusterOptions): Promise<InCluster> {
   let values = await inClusterValues(options);
+  if (options.tls) await putTlsSecret(options.cluster.kubeconfig, options.tls);
   helmApply(options, values);
   await waitNodesReady(options.cluster);
   return {

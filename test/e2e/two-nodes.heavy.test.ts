@@ -20,7 +20,6 @@ import { ipJson, IpError, runIn } from '../../kernel/ip';
 import { LinkSchema, RouteEntrySchema } from '../../kernel/links';
 import { type CoreApi } from '../../kubernetes/kube';
 import { HOST_LINK, machineLinkOf } from '../../tools/node-reach';
-import { stopPid } from '../../tools/processes';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
 import { hostEnds } from '../harness/netns';
 import { sandboxNetns } from '../harness/real-node';
@@ -288,10 +287,7 @@ test('a node replaced under the same name while the other serves: pods move, not
   expect(oldOnA).toHaveLength(REPLICAS / 2);
 
   const a = nodeOf(nameA);
-  // The kubelet first: with netlease as pods, a kubelet still running would restart the agent.
-  await a.real.stopKubelet();
-  if (a.agent) await stopPid(a.agent.pid);
-  a.agent = undefined;
+  await a.goDown();
   await core.deleteNode({ name: nameA });
 
   // The pod GC deletes A's pods (after its quarantine) and the ReplicaSet's replacements run on B
@@ -320,8 +316,7 @@ test('a node replaced under the same name while the other serves: pods move, not
   await expectAddressedOnce(moved.pods, moved.leases);
 
   // A comes back under the same name (a new UID); the Deployment grows onto it.
-  await a.real.startKubelet();
-  await a.startAgent();
+  await a.comeBack();
   await waitForValue(
     () => nodeUid(nameA),
     (uid) => uid !== '' && uid !== oldNode,

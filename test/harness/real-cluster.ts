@@ -26,6 +26,7 @@ import { startTracked, stopPid, type Tracked } from '../../tools/processes';
 import { installInCluster, type InCluster } from '../../tools/in-cluster';
 import { ensureNetleaseImage } from '../../tools/netlease-image';
 import { readyAgent, killAgent, type AgentContainer } from './agent-pod';
+import { startTlsProxy, type TlsProxy } from './tls-proxy';
 import { deleteAllNetns, makeNamedNetns, makeNetns } from './netns';
 import { randomPoolCidrs } from './pool-cidrs';
 import { NODE_AGENT_ENTRY } from './node-agent';
@@ -65,6 +66,15 @@ export interface RealClusterNode extends ClusterNode {
   startAgent(): Promise<NodeAgentProcess>;
   /** Kills the agent's process with `signal`; the signal it ended by. */
   killAgent(signal: NodeJS.Signals): Promise<NodeJS.Signals | null>;
+  /**
+   * The node goes down: its kubelet and its agent stop, its pods' containers keep running (a
+   * node whose state is unknown). As pods, a power cut instead: every container stops with the
+   * kubelet, netlease's own too (a running agent or control worker whose pod the API deleted
+   * would go on with a revoked token, which no real node down does).
+   */
+  goDown(): Promise<void>;
+  /** The node back under its name (a new Node object): its kubelet, and its agent serving. */
+  comeBack(): Promise<void>;
 }
 
 /** netlease installed as pods by its chart (tools/in-cluster) instead of host processes. */
@@ -98,6 +108,15 @@ function withAgent(node: ClusterNode, log: number): RealClusterNode {
   const withProcess: RealClusterNode = {
     ...node,
     agent: undefined,
+    async goDown() {
+      if (withProcess.agent) await stopPid(withProcess.agent.pid);
+      withProcess.agent = undefined;
+      await node.real.stopKubelet();
+    },
+    async comeBack() {
+      await node.real.startKubelet();
+      await withProcess.startAgent();
+    },
     async killAgent(signal) {
       const agent = withProcess.agent;
       if (!agent || !('child' in agent)) throw new Error(`no agent process on ${node.real.nodeName}`);
@@ -168,13 +187,18 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   };
   let installed: InCluster | undefined;
   let worker: RunningWorker | undefined;
+  let tlsProxy: TlsProxy | undefined;
   try {
-    if (image)
+    // As pods, netlease reaches Temporal over mTLS: nginx in front of the test run's server (the
+    // test's own client keeps the plain address).
+    if (image) tlsProxy = await startTlsProxy(temporalAddress());
+    if (image && tlsProxy)
       installed = await installInCluster({
         cluster,
         dir,
         image,
-        temporal: connection,
+        temporal: { ...connection, address: tlsProxy.address },
+        tls: { ca: tlsProxy.files.ca, cert: tlsProxy.files.clientCert, key: tlsProxy.files.clientKey },
         pool,
         hostNetnsPrefix: POD_HOST_NETNS,
         reconcileIntervalSeconds,
@@ -189,6 +213,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     }
   } catch (err) {
     await stopCluster();
+    await tlsProxy?.stop();
     throw err;
   }
   const kube = await connectKube(cluster.kubeconfig);
@@ -207,6 +232,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
       for (const node of real.nodes) if (node.agent && 'child' in node.agent) await stopPid(node.agent.pid);
       await worker?.stop();
       await stopCluster();
+      await tlsProxy?.stop();
     },
   };
   for (const node of real.nodes) await node.startAgent();
@@ -229,6 +255,14 @@ function withAgentPod(node: ClusterNode, core: CoreApi): RealClusterNode {
       );
       withPod.agent = agent;
       return agent;
+    },
+    async goDown() {
+      await node.real.stop();
+      withPod.agent = undefined;
+    },
+    async comeBack() {
+      await node.real.reboot();
+      await withPod.startAgent();
     },
     async killAgent(signal) {
       const agent = withPod.agent;
