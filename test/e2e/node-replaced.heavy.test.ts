@@ -178,10 +178,9 @@ test('a node replaced under the same name: old leases compensated once their pod
 
   // The node goes down (its containers keep running, as a powered-off node's state is unknown),
   // and the Node is deleted.
-  // The kubelet first: with netlease as pods, a kubelet still running would restart the agent.
-  await node.real.stopKubelet();
   if (node.agent) await stopPid(node.agent.pid);
   node.agent = undefined;
+  await node.real.stopKubelet();
   await core.deleteNode({ name: nodeName });
 
   // The pod garbage collector deletes pods bound to a Node that is gone (after its 40 s
