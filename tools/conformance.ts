@@ -8,7 +8,7 @@
 // pointing the framework at the local images; a summary per spec is printed, everything stopped.
 // netlease runs as pods installed by its Helm chart (tools/in-cluster), as an operator installs it;
 // `--host-processes` runs its control worker and agents as processes of this machine instead.
-// Usage: npm run conformance [-- --host-processes]   (its log: .netlease/conformance/e2e.log; exit 0 when all pass)
+// Usage: npm run conformance [-- --host-processes] [--no-bootstrap]   (its log: .netlease/conformance/e2e.log; exit 0 when all pass)
 import { existsSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { NetleaseConfigSchema } from '../domain/config';
@@ -119,7 +119,9 @@ async function main(): Promise<void> {
   const first = runningLauncher(pidFile);
   if (first) throw new Error(`npm run conformance is already running (pid ${first.pid})`);
   await stopLeftovers(pidFile);
-  runBootstrap(root, '--conformance'); // also e2e.test, agnhost, curl and netcat-openbsd
+  // `--no-bootstrap`: npm test's bootstrap did it; run again mid-test it could rebuild dist/ under
+  // the running tests (its stamp is older than a file a test wrote).
+  if (!process.argv.includes('--no-bootstrap')) runBootstrap(root, '--conformance'); // also e2e.test, agnhost, curl and netcat-openbsd
   const clusterDir = join(stateDir, 'cluster');
   await unmountUnder(clusterDir); // a killed run's, before its directory goes
   rmSync(clusterDir, { recursive: true, force: true });
