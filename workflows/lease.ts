@@ -106,6 +106,14 @@ const ANSWER_INTO_RELEASE = 'answer-into-release';
  */
 const NODE_GONE_ENDS_DEACTIVATION = 'node-gone-ends-deactivation';
 
+/**
+ * Marks histories in which a newer sandbox's claim stops the activation of an older one (older
+ * ones activated every claimed sandbox in turn, each with its whole budget). The kubelet runs one
+ * sandbox per pod at a time: a new one (a machine that took over the node's name, a runtime that
+ * gave up on the first) means the older is gone, and its namespace may never come (the soak).
+ */
+const NEWER_SANDBOX_FIRST = 'newer-sandbox-first';
+
 /** The release reason of a lease whose workflow was cancelled (UI, `temporal workflow cancel`). */
 export const CANCELLED_REASON = 'cancelled: a cancellation of the lease workflow was requested';
 
@@ -420,16 +428,35 @@ class Lease {
   private async activate(attachment: Attachment): Promise<void> {
     attachment.status = 'activating';
     this.enter('Activating', `configuring ${attachment.ifName} in ${attachment.netns || 'the runtime'}`);
+    const superseded = patched(NEWER_SANDBOX_FIRST) ? () => this.newerClaim(attachment) : () => undefined;
     try {
-      attachment.links = await this.cancelledByRelease(() =>
-        activateOnNode(this.start, attachment, this.state.addresses, this.policy),
+      attachment.links = await this.cancelledWhen(
+        () => this.releasing() || superseded() !== undefined,
+        () => activateOnNode(this.start, attachment, this.state.addresses, this.policy),
       );
       this.activated(attachment);
     } catch (err) {
       if (isCancellation(err) && this.releasing()) return;
+      const newer = superseded();
+      if (isCancellation(err) && newer) return this.supersede(attachment, newer);
       if (isCancellation(err)) throw err;
       this.park(attachment, err);
     }
+  }
+
+  /** A sandbox claimed after this attachment's and waiting for its activation. */
+  private newerClaim(attachment: Attachment): Attachment | undefined {
+    const after = this.state.attachments.slice(this.state.attachments.indexOf(attachment) + 1);
+    return after.find((a) => a.status === 'pending');
+  }
+
+  /** Left as parked (its ADD is refused; a DEL or the release removes what was made): the newer goes first. */
+  private supersede(attachment: Attachment, newer: Attachment): void {
+    attachment.status = 'parked';
+    log.info('activation stopped: a newer sandbox of the pod was claimed', {
+      containerId: attachment.containerId,
+      newer: newer.containerId,
+    });
   }
 
   private activated(attachment: Attachment): void {

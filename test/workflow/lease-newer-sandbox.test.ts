@@ -1,0 +1,102 @@
+// A pod's newer sandbox is not held behind an activation toward its older one (found by the soak's
+// node-moved fault): the kubelet of a machine that took over a node's name runs the pod again in a
+// new sandbox, while the lease was still activating the sandbox of the machine that went (its
+// namespace will never come). The kubelet runs one sandbox per pod at a time, so a newer claim
+// stops the older one's activation: the new ADD is answered at once, not after the older budget.
+import { ApplicationFailure } from '@temporalio/common';
+import { consumeLease } from '../../cni/consume';
+import type { ProduceInput, Produced } from '../../activities/addresses';
+import { ActivationPolicySchema } from '../../domain/config';
+import { DataplaneFailure, nodeTaskQueue, type AttachmentInput } from '../../domain/dataplane';
+import { leaseWorkflowId } from '../../domain/ids';
+import { termsOf, type LeaseStart } from '../../domain/lease';
+import { leaseStateQuery, releaseSignal } from '../../workflows/lease-messages';
+import { expectReplayed } from '../harness/replay';
+import { uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+
+const node = uniqueName('wf-sandbox-node');
+/** A budget of about 22 s toward a namespace that never comes. */
+const policy = ActivationPolicySchema.parse({
+  initialIntervalSeconds: 0.5,
+  maximumIntervalSeconds: 5,
+  maximumAttempts: 8,
+  attemptTimeoutSeconds: 5,
+});
+const addresses = [{ family: 4 as const, address: '198.18.0.9', prefixLength: 26, gateway: '198.18.0.1' }];
+const GONE = '/var/run/netns/gone-with-its-machine';
+const activated: string[] = [];
+
+let t: WorkflowTestEnv;
+beforeAll(async () => {
+  t = await workflowTestEnv('wf-sandbox');
+  await t.worker({
+    produceAddresses: async (_: ProduceInput): Promise<Produced> => ({ addresses, activation: policy }),
+    returnAddresses: async () => [],
+  });
+  await t.worker(
+    {
+      activateAttachment: async ({ attachment }: AttachmentInput) => {
+        if (attachment.netns === GONE)
+          throw ApplicationFailure.retryable(
+            `network namespace ${GONE} does not exist (yet)`,
+            DataplaneFailure.netnsMissing,
+          );
+        activated.push(attachment.containerId);
+        return {
+          host: { name: 'nl0', mac: '02:00:00:00:00:01' },
+          container: { name: 'eth0', mac: '02:00:00:00:00:02' },
+        };
+      },
+      deactivateAttachment: async () => undefined,
+      revokeOffer: async () => null,
+    },
+    nodeTaskQueue(node),
+  );
+});
+afterAll(async () => t?.close());
+
+const start: LeaseStart = {
+  podUid: uniqueName('moved'),
+  podNamespace: 'ns',
+  podName: 'moved',
+  ifName: 'eth0',
+  nodeName: node,
+  pool: 'p',
+  mode: 'ptp',
+};
+const add = (containerId: string, netns: string) =>
+  consumeLease(t.env.client, t.taskQueue, start, {
+    containerId,
+    netns,
+    ifName: 'eth0',
+    terms: termsOf(start),
+  });
+
+test('an ADD from a newer sandbox is answered at once while the older one is still being activated', async () => {
+  const handle = t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
+  const older = add('ctr-old-machine', GONE).catch((err: unknown) => err);
+  await waitForValue(
+    () => handle.query(leaseStateQuery).catch(() => undefined), // not started yet
+    (s) => s?.attachments.some((a) => a.status === 'activating') ?? false,
+    15_000,
+  );
+  const began = Date.now();
+  const grant = await add('ctr-new-machine', '/var/run/netns/new-machine');
+  expect(Date.now() - began).toBeLessThan(8000); // not after the older sandbox's ~22 s budget
+  expect(grant.addresses).toEqual(addresses);
+  expect(activated).toEqual(['ctr-new-machine']);
+  // The older ADD (its runtime went with its machine) gets an error, not an answer.
+  expect(await older).toBeInstanceOf(Error);
+  const state = await handle.query(leaseStateQuery);
+  expect(state.phase).toBe('Active');
+  expect(state.attachments.find((a) => a.containerId === 'ctr-new-machine')?.status).toBe('active');
+  expect(state.attachments.find((a) => a.containerId === 'ctr-old-machine')?.status).not.toBe('activating');
+  await handle.signal(releaseSignal, { reason: 'test over' });
+  await handle.result();
+}, 60_000);
+
+test('every history replays', async () => {
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 1);
+});
