@@ -15,7 +15,7 @@ import {
   type PoolInput,
 } from '../workflows/pool-messages';
 import { startAgain } from './start-again';
-import { unlessGone } from './workflow-gone';
+import { isGoneError, isUpdateRefusal, unlessGone } from './workflow-gone';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 
 /** The start options of a pool's workflow. */
@@ -34,17 +34,20 @@ export const poolStart = (config: NetleaseConfig, spec: PoolSpec, restartedAfter
  * Before the control worker runs: the agents refuse an ADD for a pool with no open workflow.
  */
 export async function openPoolWorkflows(client: Client, config: NetleaseConfig): Promise<void> {
-  for (const spec of config.pools) {
-    const closed = await startAgain(client, poolWorkflowId(spec.name), POOL_WORKFLOW_TYPE, (why) =>
-      poolStart(config, spec, why),
-    );
-    if (closed === undefined)
-      await client.workflow.start(POOL_WORKFLOW_TYPE, {
-        ...poolStart(config, spec),
-        workflowId: poolWorkflowId(spec.name),
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
-  }
+  for (const spec of config.pools) await openPool(client, config, spec);
+}
+
+/** Started when it never ran, started again (naming the closed run) when it closed. */
+async function openPool(client: Client, config: NetleaseConfig, spec: PoolSpec): Promise<void> {
+  const closed = await startAgain(client, poolWorkflowId(spec.name), POOL_WORKFLOW_TYPE, (why) =>
+    poolStart(config, spec, why),
+  );
+  if (closed === undefined)
+    await client.workflow.start(POOL_WORKFLOW_TYPE, {
+      ...poolStart(config, spec),
+      workflowId: poolWorkflowId(spec.name),
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
 }
 
 /**
@@ -70,15 +73,32 @@ export async function reopenClosedPools(client: Client, config: NetleaseConfig):
   return reopened;
 }
 
+/** Closed before it took the update (terminated from the UI meanwhile): not the config's fault. */
+const closedMeanwhile = (err: unknown): boolean =>
+  isGoneError(err) ||
+  (isUpdateRefusal(err) &&
+    (err.cause as { type?: string } | undefined)?.type === 'AcceptedUpdateCompletedWorkflow');
+
+/** Times a pool closed under its configure is opened again before the control worker gives up. */
+const REOPENS = 5;
+
+/**
+ * The pool's own check of the spec; a refusal is a ConfigError. A run that closed before it took
+ * the update is started again (it rebuilds its blocks) and asked again.
+ */
 async function configurePool(client: Client, config: NetleaseConfig, spec: PoolSpec): Promise<void> {
   const configuredPools = config.pools.map((p) => p.name);
-  await client.workflow
-    .getHandle(poolWorkflowId(spec.name))
-    .executeUpdate(configureUpdate, { args: [{ spec, configuredPools }] })
-    .catch((err: unknown) => {
-      if (err instanceof WorkflowUpdateFailedError) throw new ConfigError(err.cause?.message ?? err.message);
-      throw err;
-    });
+  const handle = client.workflow.getHandle(poolWorkflowId(spec.name));
+  for (let reopened = 0; ; reopened++) {
+    try {
+      return void (await handle.executeUpdate(configureUpdate, { args: [{ spec, configuredPools }] }));
+    } catch (err) {
+      if (closedMeanwhile(err) && reopened < REOPENS) await openPool(client, config, spec);
+      else if (err instanceof WorkflowUpdateFailedError)
+        throw new ConfigError(err.cause?.message ?? err.message);
+      else throw err;
+    }
+  }
 }
 
 const KNOWN_FOR_MS = 60_000;
