@@ -22,6 +22,7 @@ import { leaseStateQuery } from '../workflows/lease-messages';
 import { poolStateQuery } from '../workflows/pool-messages';
 import { nodeWorkflowId, poolWorkflowId } from '../domain/ids';
 import type { ControlDeps } from './deps';
+import { pauseAfter } from '../kernel/failpoint';
 
 export interface PodsToJudge {
   nodeName: string;
@@ -89,6 +90,8 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
           verdict.gone.push({ owner, reason: `pod ${pod.namespace}/${pod.name} is ${pod.phase}` });
         else verdict.alive.push(owner);
       }
+      // Test-only (the soak): compensation's verdict read, not yet acted on (pods may go meanwhile).
+      await pauseAfter('pods-judged');
       return verdict;
     },
 

@@ -30,6 +30,7 @@ import { Incarnations } from './node/incarnations';
 import { TableRebuild } from './node/rebuild';
 import { NodeRun } from './node/run';
 import { noteIgnored } from './notes';
+import { failpoint } from './failpoints';
 import { ResultMemory } from './remembered-results';
 import { validated } from './validated';
 
@@ -83,6 +84,7 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
     await new Compensation(run, allocator, incarnations).compensateRetiredIncarnations();
     // Until no handler runs and no block is on its way: then the run can continue-as-new.
     await condition(() => allHandlersFinished() && allocator.idle() && !rebuild.busy());
+    failpoint('continue-as-new');
     return continueAsNew<typeof nodeWorkflow>({ ...input, restartedAfter: undefined, state: carried() });
   });
 }

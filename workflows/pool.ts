@@ -36,6 +36,7 @@ import {
   type PoolRebuildReport,
 } from '../domain/table-rebuild';
 import { untilTimeToContinue } from './continue-as-new';
+import { failpoint } from './failpoints';
 import { noteIgnored } from './notes';
 import {
   acquireBlocksUpdate,
@@ -78,6 +79,7 @@ export async function poolWorkflow(input: PoolInput): Promise<never> {
     pool.details();
     await rebuilt;
     await untilTimeToContinue(input.historyLimit, () => false);
+    failpoint('continue-as-new');
     // The memo (the pools the control worker serves) goes with the run, as the agents read it.
     return continueAsNew<typeof poolWorkflow>({
       ...input,

@@ -8,6 +8,7 @@ import * as proto from '@temporalio/proto';
 import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
 import { Worker } from '@temporalio/worker';
 import { prebuiltBundle } from '../../worker/control/bundle';
+import { failpointSinks } from '../../worker/control/failpoint-sinks';
 import { quietRuntime, type TestTemporal } from './temporal';
 
 export async function replayTaskQueue(
@@ -36,13 +37,16 @@ export function replayFiles(dir: string, files: string[]): Promise<{ replayed: n
 }
 
 /** Replays each history against the current bundle: how many were replayed, and each one's divergence. */
-async function replayAll(
+export async function replayAll(
   histories: Array<{ workflowId: string; history: proto.temporal.api.history.v1.IHistory }>,
 ): Promise<{ replayed: number; errors: string[] }> {
   quietRuntime();
   const errors: string[] = [];
   let replayed = 0;
-  for await (const result of Worker.runReplayHistories({ workflowBundle: prebuiltBundle() }, histories)) {
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: prebuiltBundle(), sinks: failpointSinks() },
+    histories,
+  )) {
     replayed++;
     if (result.error) errors.push(`${result.workflowId}: ${result.error.message}`);
   }
@@ -84,9 +88,10 @@ export function historyFromShowJson(text: string): History {
 /** Replays one history against the current bundle: the error's message, or undefined. */
 export async function replayErrorOf(workflowId: string, history: History): Promise<string | undefined> {
   quietRuntime();
-  for await (const result of Worker.runReplayHistories({ workflowBundle: prebuiltBundle() }, [
-    { workflowId, history },
-  ]))
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: prebuiltBundle(), sinks: failpointSinks() },
+    [{ workflowId, history }],
+  ))
     return result.error?.message;
   throw new Error(`${workflowId}: nothing was replayed`);
 }

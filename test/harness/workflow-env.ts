@@ -4,6 +4,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { prebuiltBundle } from '../../worker/control/bundle';
+import { failpointSinks } from '../../worker/control/failpoint-sinks';
 import { quietRuntime, temporalAddress, uniqueName } from './temporal';
 
 export interface WorkflowTestEnv {
@@ -28,6 +29,7 @@ export async function workflowTestEnv(prefix: string): Promise<WorkflowTestEnv> 
         taskQueue: queue,
         workflowBundle: queue === taskQueue ? prebuiltBundle() : undefined,
         activities,
+        sinks: failpointSinks(),
       });
       running.push({ worker, done: worker.run() });
     },

@@ -21,6 +21,7 @@ import { isGoneError, isUpdateRefusal } from '../../temporal/workflow-gone';
 import type { OfferAnswers } from '../../cni/commands';
 import { confirmAnswerUpdate } from '../../workflows/lease-messages';
 import { stopActivations } from '../../activities/dataplane';
+import { pauseAfter } from '../../kernel/failpoint';
 
 /** The file of a lease's offer in the agent's offer directory (the bench waits on it too). */
 export const offerFileOf = (leaseId: string): string => `${encodeURIComponent(leaseId)}.json`;
@@ -140,6 +141,7 @@ export class OfferBook implements OfferAnswers {
     };
     // On disk before the interface is made: after a crash from here on, the lease finishes it.
     if (!(await this.replace(offer, claimed))) return undefined;
+    await pauseAfter('offer-written'); // test-only (the soak): a crash or a revocation from here
     const answered = offer.start.mode === 'ptp' ? await this.activated(offer, claimed) : claimed;
     if (!answered) return undefined;
     this.count('answered');
@@ -202,7 +204,8 @@ export class OfferBook implements OfferAnswers {
     if (offer?.run !== run) return undefined;
     this.records.delete(leaseId);
     this.count('revoked');
-    await this.persist(leaseId, undefined);
+    // Test-only (the soak): decided, not yet on disk; in the lease's write queue, so order holds.
+    await this.persist(leaseId, undefined, () => pauseAfter('offer-revoked'));
     if (offer.answered && offer.start.mode === 'ptp') await stopActivations(offer.answered);
     return offer.answered;
   }
@@ -231,10 +234,15 @@ export class OfferBook implements OfferAnswers {
   }
 
   /** Writes (or removes) a lease's file after the ones before it, in the order decided. */
-  private persist(leaseId: string, offer: OfferRecord | undefined): Promise<void> {
+  private persist(
+    leaseId: string,
+    offer: OfferRecord | undefined,
+    before: () => Promise<void> = () => Promise.resolve(),
+  ): Promise<void> {
     const { dir } = this.options;
     const write = (this.writes.get(leaseId) ?? Promise.resolve())
       .catch(() => undefined)
+      .then(before)
       .then(() =>
         offer
           ? writeDurably(dir, offerFileOf(leaseId), JSON.stringify(offer))

@@ -10,6 +10,7 @@ import { connectClient, connectWorkerConnection } from '../../temporal/connectio
 import { configurePoolWorkflows, openPoolWorkflows } from '../../temporal/pools';
 import { silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
+import { failpointSinks } from './failpoint-sinks';
 import { startMetricsSampler, type MetricsSampler } from './metrics-sampler';
 import { ensureReconcileSchedule, triggerReconcile } from './reconcile-schedule';
 import { startWatches, type Watches } from './watchers/watches';
@@ -44,6 +45,7 @@ export async function createControlWorker(
     workflowBundle: prebuiltBundle(),
     activities: createControlActivities({ client, config, reader }),
     maxCachedWorkflows: config.maxCachedWorkflows,
+    sinks: failpointSinks(),
     // Temporal's own handling of SIGINT/SIGTERM: stop polling, finish in-flight tasks, then resolve run().
     shutdownGraceTime: '10 seconds',
   });
