@@ -18,7 +18,8 @@ import { contains, parseAddress, parsePrefix } from '../domain/cidr';
 import { knownNodes, leaseExecutions, leasesOfNode } from '../temporal/visibility';
 import { nodeStateQuery } from '../workflows/node-messages';
 import { unlessGone } from '../temporal/workflow-gone';
-import { leaseStateQuery } from '../workflows/lease-messages';
+import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
+import type { ClusterReader } from '../kubernetes/cluster-reader';
 import { poolStateQuery } from '../workflows/pool-messages';
 import { nodeWorkflowId, poolWorkflowId } from '../domain/ids';
 import type { ControlDeps } from './deps';
@@ -46,6 +47,48 @@ export interface NodeEvidenceRequest {
 }
 
 const beat = () => Context.current().heartbeat();
+
+/** Closed runs that still hold addresses: ended without the release returning them. */
+const CLOSED_HOLDING = `ExecutionStatus IN ('Terminated', 'Failed', 'TimedOut')`;
+
+/**
+ * The leases of the node whose latest run closed without a release (terminated from the UI,
+ * failed, timed out) while their pod still exists: as their closed run holds itself. Their
+ * addresses stay the pod's; the reconciler starts the lease again with them (activities/leaks).
+ * A table rebuilt without them handed them to the next pod (the soak's answer history).
+ */
+async function closedLeasesOfLivingPods(
+  client: Client,
+  reader: ClusterReader,
+  taskQueue: string,
+  nodeName: string,
+  seen: Set<string>,
+): Promise<LeaseEvidence[]> {
+  const query = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND TaskQueue = '${taskQueue.replace(/'/g, '')}' AND NodeName = '${nodeName.replace(/'/g, '')}' AND ${CLOSED_HOLDING}`;
+  const candidates = new Set<string>();
+  for await (const e of client.workflow.list({ query }))
+    if (!seen.has(e.workflowId)) candidates.add(e.workflowId);
+  if (candidates.size === 0) return [];
+  const living = new Set(
+    (await reader.listPodsOnNode(nodeName)).filter((p) => !isTerminal(p.phase)).map((p) => p.uid),
+  );
+  const held: LeaseEvidence[] = [];
+  for (const leaseId of candidates) {
+    const handle = client.workflow.getHandle(leaseId);
+    const latest = await unlessGone(() => handle.describe(), undefined);
+    if (!latest || !['TERMINATED', 'FAILED', 'TIMED_OUT'].includes(latest.status.name)) continue;
+    const state = await handle.query(leaseStateQuery).catch(() => undefined);
+    if (!state || state.phase === 'Released' || !living.has(state.start.podUid)) continue;
+    held.push({
+      owner: leaseId,
+      podUid: state.start.podUid,
+      pool: state.start.pool,
+      addresses: state.addresses.map((a) => a.address),
+    });
+    beat();
+  }
+  return held;
+}
 
 /** A lease as it holds itself now: its state if open, undefined when its workflow is closed or absent. */
 async function leaseNow(client: Client, leaseId: string): Promise<LeaseEvidence | undefined> {
@@ -106,6 +149,11 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
         if (lease) leases.push(lease);
         else if (owners.includes(leaseId)) closed.push(leaseId);
         beat();
+      }
+      // With a cluster to ask whether their pods exist: closed leases that still hold addresses.
+      if (reader) {
+        const seen = new Set(leases.map((l) => l.owner));
+        leases.push(...(await closedLeasesOfLivingPods(client, reader, taskQueue, nodeName, seen)));
       }
       const names = new Set([...pools, ...config.pools.map((p) => p.name)]);
       const blocks: BlockEvidence[] = [];
