@@ -21,18 +21,22 @@ export interface ControlProcess extends Tracked {
   output(): string;
 }
 
-/** Writes `config` to `file` and starts the process; `onOutput` sees each chunk it prints. */
+/**
+ * Writes `config` to `file` and starts the process; `onOutput` sees each chunk it prints; `env`
+ * adds to its environment (a test-only pause point).
+ */
 export function startControlProcess(
   config: z.input<typeof NetleaseConfigSchema>,
   file: string,
   onOutput: (chunk: Buffer) => void = () => undefined,
+  env: Record<string, string> = {},
 ): ControlProcess {
   writeFileSync(file, JSON.stringify(NetleaseConfigSchema.parse(config)));
   const tracked = startTracked(
     process.execPath,
     [...CONTROL_WORKER_NODE_FLAGS, CONTROL_ENTRY, '--config', file],
     {
-      env: { ...process.env, ...PROCESS_ENV },
+      env: { ...process.env, ...PROCESS_ENV, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

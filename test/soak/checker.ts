@@ -7,24 +7,36 @@
 //   told, and (ptp) its interface carrying them;
 // - every Active/Running ptp lease has its interface in the kernel with its addresses;
 // - no leak: an address is held only by a lease whose pod exists, or for at most LEAK_BOUND_MS;
-// - no workflow Failed, Terminated or TimedOut.
+// - no workflow Failed, Terminated, TimedOut or Canceled, except runs an operator closed on purpose.
 // Soft findings (a lease still being released, an interface being made) become violations only
-// when they outlast their bound. A read that fails makes the sample incomplete, never a pass.
+// when they outlast their bound (longer for a lease an operator closed: the reconciler brings it
+// back). A read that fails makes the sample incomplete, never a pass. Faults report what they saw
+// themselves (an operator's message not refused), and the end of the run the answer history and
+// the workflow tasks that failed (soak.ts).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { CoreV1Api } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { z } from 'zod';
+import type { CheckerEar } from './fault-context';
 import type { Told } from './workload';
 
 export const INVARIANTS = [
   'duplicate-table',
   'duplicate-lease',
   'duplicate-kernel',
+  /** The answer history: one address answered to two pods whose use of it overlapped. */
+  'duplicate-answer',
   'lost',
   'ptp-interface',
   'leaked',
   'workflow-failed',
+  /** A workflow task failed by the workflow's own doing (it stops the workflow without closing it). */
+  'workflow-task-failed',
+  /** An operator's action not handled as documented (a bad message applied, an unsafe config taken). */
+  'operator',
+  /** A process that exited without being stopped (its Deployment or DaemonSet would restart it). */
+  'crashed',
 ] as const;
 export type Invariant = (typeof INVARIANTS)[number];
 
@@ -32,7 +44,9 @@ export type Invariant = (typeof INVARIANTS)[number];
 const BOUND_MS: Partial<Record<Invariant, number>> = {
   lost: 20_000,
   'ptp-interface': 30_000,
-  leaked: 60_000,
+  // A control worker killed mid-reconcile holds the next run for the activity's 60-s heartbeat
+  // timeout, and pods deleted while no worker watched wait for that run (plus the 5-s second look).
+  leaked: 120_000,
 };
 
 const LeaseViewSchema = z.object({
@@ -120,14 +134,30 @@ export interface CheckerSources {
   sandboxes: ReadonlyMap<string, string>;
 }
 
-export class Checker {
+export class Checker implements CheckerEar {
   samples = 0;
   incomplete = 0;
   /** invariant → violations (each finding counted once). */
   readonly violations = new Map<Invariant, Finding[]>();
   private readonly firstSeen = new Map<string, number>();
+  /** Workflow id → since when an operator closes its runs (terminate, reset). */
+  private readonly closedByOperator = new Map<string, number>();
+  /** Subject → until when its soft findings are no violation. */
+  private readonly graceUntil = new Map<string, number>();
 
   constructor(private readonly sources: CheckerSources) {}
+
+  operatorCloses(workflowId: string): void {
+    if (!this.closedByOperator.has(workflowId)) this.closedByOperator.set(workflowId, Date.now());
+  }
+
+  grace(subject: string, ms: number): void {
+    this.graceUntil.set(subject, Math.max(this.graceUntil.get(subject) ?? 0, Date.now() + ms));
+  }
+
+  violation(finding: Finding): void {
+    if (!this.isRecorded(finding)) this.record(finding);
+  }
 
   /** One sample; its hard findings and its soft ones past their bound are recorded as violations. */
   async sample(): Promise<Sample> {
@@ -154,8 +184,9 @@ export class Checker {
       seen.add(key);
       const first = this.firstSeen.get(key) ?? now;
       this.firstSeen.set(key, first);
-      const bound = BOUND_MS[finding.invariant] ?? 0;
-      if (now - first >= bound && !this.isRecorded(finding)) this.record(finding);
+      const bound = BOUND_MS[finding.invariant];
+      const graced = bound !== undefined && (this.graceUntil.get(finding.subject) ?? 0) > now;
+      if (now - first >= (bound ?? 0) && !graced && !this.isRecorded(finding)) this.record(finding);
     }
     for (const key of [...this.firstSeen.keys()]) if (!seen.has(key)) this.firstSeen.delete(key);
   }
@@ -193,8 +224,9 @@ export class Checker {
       (await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.uid ?? ''),
     );
     const leases = await this.openLeases(client, taskQueue);
-    const kernel = new Map<string, Map<string, string[]> | undefined>();
-    for (const [uid, netns] of sandboxes) kernel.set(uid, await addressesIn(netns));
+    const kernel = new Map(
+      await inParallel([...sandboxes], async ([uid, netns]) => [uid, await addressesIn(netns)] as const),
+    );
     const tables = await this.tables(client);
     const duplicates = [
       ...duplicateTables(tables),
@@ -206,7 +238,7 @@ export class Checker {
       ...lost(ledger, leases, kernel),
       ...(await ptpInterfaces(leases)),
       ...leaked(leases, pods),
-      ...(await failedWorkflows(client, taskQueue)),
+      ...(await failedWorkflows(client, taskQueue, this.closedByOperator)),
     ];
     const addresses = leases.filter(holding).reduce((n, l) => n + l.addresses.length, 0);
     return { complete: true, findings, leases: leases.length, addresses };
@@ -266,22 +298,32 @@ export class Checker {
 
   private async openLeases(client: Client, taskQueue: string): Promise<LeaseView[]> {
     const query = `TaskQueue = '${taskQueue}' AND WorkflowType = 'leaseWorkflow' AND ExecutionStatus = 'Running'`;
-    const views: LeaseView[] = [];
-    for await (const execution of client.workflow.list({ query })) {
-      const handle = client.workflow.getHandle(execution.workflowId);
+    const ids: string[] = [];
+    for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
+    const views = await inParallel(ids, async (workflowId): Promise<LeaseView | undefined> => {
+      const handle = client.workflow.getHandle(workflowId);
       try {
-        views.push({
-          ...LeaseViewSchema.parse(await handle.query('state')),
-          workflowId: execution.workflowId,
-        });
+        return { ...LeaseViewSchema.parse(await handle.query('state')), workflowId };
       } catch (err) {
         // Closed since it was listed: nothing held by it any more. Anything else fails the read.
         const { status } = await handle.describe();
         if (status.name === 'RUNNING') throw err;
+        return undefined;
       }
-    }
-    return views;
+    });
+    return views.filter((v): v is LeaseView => v !== undefined);
   }
+}
+
+/** `read` over `items`, a few at a time (the reads are queries the control worker answers). */
+async function inParallel<T, R>(items: T[], read: (item: T) => Promise<R>, width = 8): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await read(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return results;
 }
 
 function duplicateTables(tables: Map<string, Map<string, string>>): Finding[] {
@@ -355,7 +397,9 @@ function lost(
               told.addresses,
             )
           ? `lease holds ${lease.addresses.map((a) => a.address).join()}, the runtime was told ${told.addresses.join()}`
-          : told.mode === 'ptp' && !sameSet(kernel.get(told.podUid)?.get('eth0') ?? [], told.addresses)
+          : told.mode === 'ptp' &&
+              !told.rerunning &&
+              !sameSet(kernel.get(told.podUid)?.get('eth0') ?? [], told.addresses)
             ? `eth0 in ${told.netns} carries ${(kernel.get(told.podUid)?.get('eth0') ?? []).join() || 'nothing'}`
             : undefined;
     if (problem)
@@ -405,15 +449,24 @@ function leaked(leases: LeaseView[], pods: Set<string>): Finding[] {
     }));
 }
 
-async function failedWorkflows(client: Client, taskQueue: string): Promise<Finding[]> {
-  const query = `TaskQueue = '${taskQueue}' AND ExecutionStatus IN ('Failed', 'Terminated', 'TimedOut')`;
+/** Closed otherwise than by completing or continuing; runs an operator closed on purpose are not counted. */
+async function failedWorkflows(
+  client: Client,
+  taskQueue: string,
+  closedByOperator: ReadonlyMap<string, number>,
+): Promise<Finding[]> {
+  const query = `TaskQueue = '${taskQueue}' AND ExecutionStatus IN ('Failed', 'Terminated', 'TimedOut', 'Canceled')`;
   const findings: Finding[] = [];
-  for await (const execution of client.workflow.list({ query }))
+  for await (const execution of client.workflow.list({ query })) {
+    const since = closedByOperator.get(execution.workflowId);
+    const closed = execution.closeTime?.getTime() ?? 0;
+    if (execution.status.name === 'TERMINATED' && since !== undefined && closed >= since - 2000) continue;
     findings.push({
       invariant: 'workflow-failed',
       subject: `${execution.workflowId}@${execution.runId}`,
       detail: `${execution.workflowId} ${execution.status.name}`,
       workflows: [execution.workflowId],
     });
+  }
   return findings;
 }

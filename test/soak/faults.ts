@@ -1,154 +1,153 @@
-// The soak's faults, each a named function: processes SIGKILLed (the control worker; a node
-// agent, also mid-activation at the dataplane's test-only pause point), servers restarted with
-// their state kept (Temporal, etcd + kube-apiserver), Temporal unreachable for seconds (the
-// proxy cut), a node replaced under the same name or deleted with pods on it (the pod GC's
-// force-deletions done here), and an agent's disk files damaged before it restarts.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { PAUSE_ENV } from '../../kernel/failpoint';
+// The soak's faults by kind (options.ts): what each holds while under way, so two injected at once
+// never work the same part (two faults may overlap: they never restart the same process or cut the
+// same link), which node it may hit, and the function that injects it.
+import type { FaultContext, FaultPlan } from './fault-context';
+import { NodeFaults } from './node-faults';
+import { Operator } from './operator';
 import type { FaultKind } from './options';
-import type { Random } from './random';
-import type { SoakNode, SoakStack } from './stack';
-import { SOAK_NAMESPACE, type Workload } from './workload';
+import { PausePoints } from './pause-points';
+import { ProcessFaults } from './process-faults';
+import type { SoakNode } from './stack';
 
-export interface FaultRecord {
-  kind: FaultKind;
-  target: string;
-  /** ms since the run began: injected, and recovered (the part restarted). */
-  at: number;
-  recoveredAt: number;
-  /** ms from recovery to the first sample where every invariant holds; undefined: never. */
-  convergedMs?: number;
-}
+export type { FaultRecord, FaultPlan } from './fault-context';
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Which nodes a node fault may hit; undefined: the fault has no node. */
+const NODE_CHOICE: Partial<Record<FaultKind, (node: SoakNode) => boolean>> = {
+  'kill-agent': () => true,
+  'kill-agent-mid-activation': (n) => n.mode === 'ptp',
+  'node-replaced': () => true,
+  'node-deleted': () => true,
+  'damage-agent-files': () => true,
+  'node-reregistered': () => true,
+  'node-moved': () => true,
+  'sigstop-agent': () => true,
+  'cut-agent-temporal': () => true,
+  'pause-offer-written': (n) => n.preProduce,
+  'pause-offer-revoked': (n) => n.preProduce,
+  'pause-compensation': () => true,
+  'operator-terminate': () => true,
+  'operator-reset': () => true,
+  'operator-signals': () => true,
+  'operator-cancel': () => true,
+};
 
-/** Waits for `predicate` up to `timeoutMs`, checking every 100 ms. */
-async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) return false;
-    await pause(100);
-  }
-  return true;
+/** The parts (besides its node) a fault works while under way. */
+const PARTS: Record<FaultKind, string[]> = {
+  'kill-control': ['control'],
+  'kill-agent': [],
+  'kill-agent-mid-activation': [],
+  'restart-temporal': ['temporal'],
+  'restart-kube': ['kube'],
+  'temporal-unreachable': ['temporal-links'],
+  'node-replaced': [],
+  'node-deleted': [],
+  'damage-agent-files': [],
+  'node-reregistered': [],
+  'node-moved': [],
+  'sigstop-control': ['control'],
+  'sigstop-agent': [],
+  'cut-agent-temporal': ['temporal-links'],
+  'cut-control-kube': ['control-kube-link'],
+  'pause-offer-written': [],
+  'pause-offer-revoked': [],
+  'pause-compensation': ['control'],
+  'pause-continue-as-new': ['control'],
+  'operator-terminate': ['operator'],
+  'operator-reset': ['operator'],
+  'operator-signals': ['operator'],
+  'operator-cancel': ['operator'],
+  'pool-config-change': ['operator', 'control'],
+};
+
+/** What a planned fault holds. */
+export const partsOf = (plan: FaultPlan): string[] => [
+  ...PARTS[plan.kind],
+  ...(plan.node ? [`node:${plan.node.name}`] : []),
+];
+
+/** The fault on a node it may hit that no fault under way holds; undefined when there is none. */
+export function planFault(
+  kind: FaultKind,
+  nodes: SoakNode[],
+  busy: Set<string>,
+  pick: <T>(items: readonly T[]) => T,
+): FaultPlan | undefined {
+  if (PARTS[kind].some((part) => busy.has(part))) return undefined;
+  const choice = NODE_CHOICE[kind];
+  if (!choice) return { kind };
+  const free = nodes.filter((n) => choice(n) && !busy.has(`node:${n.name}`));
+  return free.length ? { kind, node: pick(free) } : undefined;
 }
 
 export class Faults {
-  constructor(
-    private readonly stack: SoakStack,
-    private readonly workload: Workload,
-    private readonly random: Random,
-  ) {}
+  private readonly processes: ProcessFaults;
+  private readonly nodeFaults: NodeFaults;
+  private readonly pauses: PausePoints;
+  private readonly operator: Operator;
+
+  constructor(private readonly ctx: FaultContext) {
+    this.processes = new ProcessFaults(ctx);
+    this.nodeFaults = new NodeFaults(ctx);
+    this.pauses = new PausePoints(ctx, this.nodeFaults);
+    this.operator = new Operator(ctx);
+  }
 
   /** Injects one fault and returns once the faulted part is back; names what it hit. */
-  async inject(kind: FaultKind): Promise<string> {
+  inject({ kind, node }: FaultPlan): Promise<string> {
+    const on = (fault: (n: SoakNode) => Promise<string>) => {
+      if (!node) throw new Error(`${kind} needs a node`);
+      return fault(node);
+    };
+    const { processes, nodeFaults, pauses, operator, ctx } = this;
     switch (kind) {
       case 'kill-control':
-        return this.killControl();
+        return processes.killControl();
       case 'kill-agent':
-        return this.killAgent(this.random.pick(this.stack.nodes));
+        return on((n) => processes.killAgent(n));
       case 'kill-agent-mid-activation':
-        return this.killAgentMidActivation(
-          this.random.pick(this.stack.nodes.filter((n) => n.mode === 'ptp')),
-        );
+        return on((n) => processes.killAgentMidActivation(n));
       case 'restart-temporal':
-        return this.restartTemporal();
+        return processes.restartTemporal();
       case 'restart-kube':
-        return this.restartKube();
+        return processes.restartKube();
       case 'temporal-unreachable':
-        return this.temporalUnreachable();
+        return processes.temporalUnreachable();
       case 'node-replaced':
-        return this.replaceNode(this.random.pick(this.stack.nodes), this.random.int(500, 3000));
+        return on((n) => nodeFaults.replaceWithPods(n, ctx.random.int(500, 3000)));
       case 'node-deleted':
-        return this.replaceNode(this.random.pick(this.stack.nodes), this.random.int(5000, 10_000));
+        return on((n) => nodeFaults.replaceWithPods(n, ctx.random.int(5000, 10_000)));
       case 'damage-agent-files':
-        return this.damageAgentFiles(this.random.pick(this.stack.nodes));
+        return on((n) => processes.damageAgentFiles(n));
+      case 'node-reregistered':
+        return on((n) => nodeFaults.reregister(n));
+      case 'node-moved':
+        return on((n) => nodeFaults.move(n));
+      case 'sigstop-control':
+        return processes.sigstopControl();
+      case 'sigstop-agent':
+        return on((n) => processes.sigstopAgent(n));
+      case 'cut-agent-temporal':
+        return on((n) => processes.cutAgentTemporal(n));
+      case 'cut-control-kube':
+        return processes.cutControlKube();
+      case 'pause-offer-written':
+        return on((n) => pauses.offerWritten(n));
+      case 'pause-offer-revoked':
+        return on((n) => pauses.offerRevoked(n));
+      case 'pause-compensation':
+        return on((n) => pauses.compensation(n));
+      case 'pause-continue-as-new':
+        return pauses.continueAsNew();
+      case 'operator-terminate':
+        return on((n) => operator.terminate(n));
+      case 'operator-reset':
+        return on((n) => operator.reset(n));
+      case 'operator-signals':
+        return on((n) => operator.signals(n));
+      case 'operator-cancel':
+        return on((n) => operator.cancel(n));
+      case 'pool-config-change':
+        return operator.poolConfigChange();
     }
-  }
-
-  private async killControl(): Promise<string> {
-    await this.stack.killControl();
-    await pause(this.random.int(500, 3000));
-    await this.stack.startControl();
-    return 'control worker';
-  }
-
-  private async killAgent(node: SoakNode): Promise<string> {
-    await this.stack.killAgent(node);
-    await pause(this.random.int(500, 3000));
-    await this.stack.startAgent(node);
-    return node.name;
-  }
-
-  /** The agent is restarted with the pause point set, killed once an activation stops there. */
-  private async killAgentMidActivation(node: SoakNode): Promise<string> {
-    await this.stack.killAgent(node);
-    await this.stack.startAgent(node, { [PAUSE_ENV]: 'veth-created' });
-    const paused = await until(() => node.agentOutput.includes('paused after veth-created'), 30_000);
-    await this.stack.killAgent(node);
-    await this.stack.startAgent(node);
-    return `${node.name}${paused ? ' (mid-activation)' : ' (no activation came within 30 s)'}`;
-  }
-
-  private async restartTemporal(): Promise<string> {
-    await this.stack.stopTemporal();
-    await this.stack.startTemporal();
-    return 'temporal dev server';
-  }
-
-  private async restartKube(): Promise<string> {
-    await this.stack.stopKube();
-    await this.stack.startKube();
-    return 'etcd + kube-apiserver';
-  }
-
-  private async temporalUnreachable(): Promise<string> {
-    const ms = this.random.int(2000, 6000);
-    await this.stack.proxy.cut();
-    await pause(ms);
-    await this.stack.proxy.restore();
-    return `${ms} ms`;
-  }
-
-  /**
-   * The machine goes (agent, host namespace, disk), the Node object is deleted and the pods bound
-   * to it are force-deleted (the pod GC's part); after `awayMs` a new machine registers under the
-   * same name (a new UID). A long `awayMs` is a node deletion that stands for a while.
-   */
-  private async replaceNode(node: SoakNode, awayMs: number): Promise<string> {
-    this.workload.machineGone(node);
-    await this.stack.removeMachine(node);
-    const { core } = this.stack.kubeClients;
-    await core.deleteNode({ name: node.name, gracePeriodSeconds: 0 });
-    const pods = await core.listNamespacedPod({
-      namespace: SOAK_NAMESPACE,
-      fieldSelector: `spec.nodeName=${node.name}`,
-    });
-    for (const pod of pods.items) {
-      const name = pod.metadata?.name ?? '';
-      await core
-        .deleteNamespacedPod({ name, namespace: SOAK_NAMESPACE, gracePeriodSeconds: 0 })
-        .catch(() => undefined);
-      await this.workload.clearFinalizer(name, pod.metadata?.uid ?? '');
-    }
-    await pause(awayMs);
-    await this.stack.addNode(node);
-    this.workload.machineBack(node);
-    return `${node.name} (${pods.items.length} pods, away ${awayMs} ms)`;
-  }
-
-  /** Garbage in the agent's DEL queue and offer directory, then the agent restarted to read them. */
-  private async damageAgentFiles(node: SoakNode): Promise<string> {
-    const queue = (node.netconf() as { deleteQueue: string }).deleteQueue;
-    const offers = join(node.dir, 'offers');
-    for (const dir of [queue, offers]) {
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, `damaged-${Date.now()}.json`), '{"not": json');
-      writeFileSync(join(dir, `empty-${Date.now()}.json`), '');
-      mkdirSync(join(dir, `a-directory-${Date.now()}.json`), { recursive: true });
-    }
-    await this.stack.killAgent(node);
-    await this.stack.startAgent(node);
-    return node.name;
   }
 }

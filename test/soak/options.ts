@@ -11,6 +11,24 @@ export const FAULT_KINDS = [
   'node-replaced',
   'node-deleted',
   'damage-agent-files',
+  // The Node object deleted and registered again (a new UID) with its pods kept: on the same
+  // machine, or on a new one whose kubelet runs them again.
+  'node-reregistered',
+  'node-moved',
+  'sigstop-control',
+  'sigstop-agent',
+  'cut-agent-temporal',
+  'cut-control-kube',
+  'pause-offer-written',
+  'pause-offer-revoked',
+  'pause-compensation',
+  'pause-continue-as-new',
+  // An operator's actions from the Temporal CLI.
+  'operator-terminate',
+  'operator-reset',
+  'operator-signals',
+  'operator-cancel',
+  'pool-config-change',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -34,6 +52,8 @@ export const SoakOptionsSchema = z
       .default(false),
     /** Pods in flight at once. */
     inFlight: z.coerce.number().int().min(1).max(64).default(12),
+    /** The share of faults injected as a pair, the second while the first is under way. */
+    overlap: z.coerce.number().min(0).max(1).default(0.3),
     /** Seconds between faults (each at a random moment in such a window). */
     faultEverySeconds: z.coerce.number().positive().default(8),
     faults: z

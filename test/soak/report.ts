@@ -8,40 +8,73 @@ const percentile = (sorted: number[], p: number) =>
 
 const seconds = (ms: number | undefined) => (ms === undefined ? '-' : `${(ms / 1000).toFixed(1)} s`);
 
+function convergenceLine(label: string, of: FaultRecord[]): string {
+  const times = of.flatMap((f) => (f.convergedMs === undefined ? [] : [f.convergedMs])).sort((a, b) => a - b);
+  const never = of.length - times.length;
+  return `  ${label.padEnd(26)} ${String(of.length).padStart(4)}   p50 ${seconds(percentile(times, 50)).padStart(7)}   p99 ${seconds(percentile(times, 99)).padStart(7)}${never ? `   NEVER converged: ${never}` : ''}`;
+}
+
+/** Per kind; then the faults injected as pairs (each pair once). */
 function convergenceByKind(faults: FaultRecord[]): string[] {
   const kinds = [...new Set(faults.map((f) => f.kind))].sort();
-  return kinds.map((kind) => {
-    const of = faults.filter((f) => f.kind === kind);
-    const times = of
-      .flatMap((f) => (f.convergedMs === undefined ? [] : [f.convergedMs]))
-      .sort((a, b) => a - b);
-    const never = of.length - times.length;
-    return `  ${kind.padEnd(26)} ${String(of.length).padStart(4)}   p50 ${seconds(percentile(times, 50)).padStart(7)}   p99 ${seconds(percentile(times, 99)).padStart(7)}${never ? `   NEVER converged: ${never}` : ''}`;
-  });
+  const paired = faults.filter((f) => f.with !== undefined && f.kind <= f.with);
+  return [
+    ...kinds.map((kind) =>
+      convergenceLine(
+        kind,
+        faults.filter((f) => f.kind === kind),
+      ),
+    ),
+    ...(paired.length ? [convergenceLine('(two at once)', paired)] : []),
+  ];
 }
+
+/** The figures the bar is set on: duplicates by where they were seen, leaks, losses, failures. */
+function violationSummary(v: SoakReport['violations']): string {
+  return [
+    `duplicate: tables ${v['duplicate-table']}, leases ${v['duplicate-lease']}, kernel ${v['duplicate-kernel']}, answer history ${v['duplicate-answer']}`,
+    `leaked ${v.leaked}, lost ${v.lost}, ptp interface ${v['ptp-interface']}`,
+    `Failed workflows ${v['workflow-failed']}, failed workflow tasks ${v['workflow-task-failed']}, operator actions mishandled ${v.operator}, processes crashed ${v.crashed}`,
+  ].join('; ');
+}
+
+const historyLine = (h: SoakReport['answerHistory']): string =>
+  'error' in h
+    ? `answer history: UNREADABLE: ${h.error}`
+    : `answer history: ${h.answers} ADD answers to ${h.pods} pods, checked as intervals`;
 
 export function formatReport(report: SoakReport): string {
   const w = report.workload;
   const lines = [
     `soak seed ${report.seed}: ${w.completed} lifecycles completed (${w.abandoned} abandoned with their node) in ${seconds(report.durationMs)}`,
     `  ADDs ${w.adds} (errors by code ${JSON.stringify(w.addErrors)}), repeated ${w.repeatedAdds}; DELs ${w.dels} (errors ${JSON.stringify(w.delErrors)}), repeated ${w.repeatedDels}, without ADD ${w.delsWithoutAdd}`,
-    `  deletions ${JSON.stringify(w.deletions)}, never Running ${w.neverRunning}, names reused ${w.recreatedNames}`,
+    `  deletions ${JSON.stringify(w.deletions)}, never Running ${w.neverRunning}, deleted before ADD ${w.deletedBeforeAdd}, names reused ${w.recreatedNames}, run again on a new machine ${w.reruns}`,
     ...Object.entries(w.errorSamples).map(([key, msgs]) => `  ${key}: ${msgs.join(' | ')}`),
     `faults injected: ${report.faults.length}; convergence after each (kind, count, p50, p99):`,
     ...convergenceByKind(report.faults),
+    ...report.faults
+      .filter((f) => f.error)
+      .map((f) => `  FAULT NOT INJECTED: ${f.kind} ${f.target}: ${f.error}`),
     `checker: ${report.samples} samples (${report.incompleteSamples} incomplete: a part was down)`,
-    `violations by invariant: ${JSON.stringify(report.violations)}`,
+    historyLine(report.answerHistory),
+    `violations: ${violationSummary(report.violations)}`,
     `left at the end: ${report.leftAtEnd.length ? report.leftAtEnd.join('; ') : 'nothing'}`,
-    `histories replayed: ${report.replayed} (${report.replayErrors.length} errors)`,
+    `histories replayed: ${report.replayed} (${report.replayErrors.length} errors; ${report.sdkUpdateOrder.length} by the SDK core's order of an update after a timed-out task, counted apart)`,
+    ...report.sdkUpdateOrder.map((e) => `  SDK update order: ${e.split(':')[0]}`),
+    `workflow tasks failed and completed by a later attempt: ${report.recoveredTasks.length}`,
+    ...report.recoveredTasks.slice(0, 10).map((t) => `  ${t}`),
   ];
   if (w.broken.length) lines.push('runtime-side failures:', ...w.broken.map((b) => `  ${b}`));
-  if (report.findings.length || report.replayErrors.length || report.leftAtEnd.length || w.broken.length) {
+  lines.push(
+    'fault schedule (ms since start: kind target, recovered, converged):',
+    ...report.faults.map(
+      (f) =>
+        `  ${f.at}: ${f.kind}${f.with ? ` (with ${f.with})` : ''} ${f.target}, ${f.recoveredAt}, ${f.convergedMs ?? 'never'}`,
+    ),
+  );
+  if (!isClean(report)) {
     lines.push(
-      `REPRODUCE: npm run soak -- --seed ${report.seed} --nodes ${report.options.nodes} --lifecycles ${report.options.lifecycles} --minutes ${report.options.minutes} --faults ${report.options.faults.join(',') || 'none'}`,
-      'fault schedule (ms since start: kind target, recovered, converged):',
-      ...report.faults.map(
-        (f) => `  ${f.at}: ${f.kind} ${f.target}, ${f.recoveredAt}, ${f.convergedMs ?? 'never'}`,
-      ),
+      `REPRODUCE: npm run soak -- --seed ${report.seed} --nodes ${report.options.nodes} --lifecycles ${report.options.lifecycles} --minutes ${report.options.minutes} --in-flight ${report.options.inFlight} --overlap ${report.options.overlap} --faults ${report.options.faults.join(',') || 'none'}`,
       'violations (read with `temporal workflow show --workflow-id <id>` on the kept state in the dir):',
       ...report.findings.map((f) => `  [${f.invariant}] ${f.detail}  histories: ${f.workflows.join(' ')}`),
       ...report.replayErrors.map((e) => `  [replay] ${e}`),
@@ -51,10 +84,20 @@ export function formatReport(report: SoakReport): string {
   return lines.join('\n');
 }
 
-/** Whether the run is clean: no violation, nothing left, every history replayed, no runtime failure. */
-export const isClean = (report: SoakReport): boolean =>
-  report.findings.length === 0 &&
-  report.leftAtEnd.length === 0 &&
-  report.replayErrors.length === 0 &&
-  report.replayed > 0 &&
-  report.workload.broken.length === 0;
+/**
+ * Whether the run is clean: no violation, nothing left, every history replayed, no runtime
+ * failure, every fault injected; and the checker read something: complete samples, and answers.
+ */
+export function isClean(report: SoakReport): boolean {
+  return (
+    report.findings.length === 0 &&
+    report.leftAtEnd.length === 0 &&
+    report.replayErrors.length === 0 &&
+    report.replayed > 0 &&
+    report.workload.broken.length === 0 &&
+    report.faults.every((f) => f.error === undefined) &&
+    report.samples > report.incompleteSamples &&
+    !('error' in report.answerHistory) &&
+    report.answerHistory.answers > 0
+  );
+}

@@ -2,18 +2,21 @@
 // CNI calls a runtime makes for them through the real shim: ADD (retried after an error, as the
 // kubelet does, and sometimes repeated), DEL (sometimes repeated, sometimes without an ADD
 // before it), in ptp and ipam mode, with and without pre-produce. Deletions are graceful, grace 0
-// or held by a finalizer; some pods never become Running; some names come back with a new UID,
-// as a StatefulSet does. The ledger is what the runtime was told: the checker's "nothing lost".
+// or held by a finalizer; some pods never become Running, some are deleted before their ADD; some
+// names come back with a new UID, as a StatefulSet does. A node's machine can go two ways: with
+// its pods (force-deleted, their lifecycles abandoned), or keeping them, when the kubelet of the
+// machine that registers under the name runs each living pod again (a new sandbox, the same pod
+// UID: its ADD must answer the addresses told before). The ledger (`told`) is what each runtime
+// was told, the checker's "nothing lost"; every answer also goes to the answer history.
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import { ip } from '../../kernel/ip';
-import { runShim, type ShimCall, type ShimOutcome } from '../harness/shim';
+import type { AnswerLog } from './answers';
+import { Pods, type Deletion } from './pods';
 import type { Random } from './random';
+import { CniRuntime, sameAddresses, type Sandbox } from './runtime';
 import type { SoakNode, SoakStack } from './stack';
 
-export const SOAK_NAMESPACE = 'soak';
-const FINALIZER = 'netlease.soak/hold';
-const ADD_DEADLINE_MS = 120_000;
+export { SOAK_NAMESPACE } from './pods';
 
 /** A pod whose ADD succeeded and whose deletion has not begun: what its runtime was told. */
 export interface Told {
@@ -23,6 +26,8 @@ export interface Told {
   mode: SoakNode['mode'];
   netns: string;
   addresses: string[];
+  /** Its machine went with the pod kept: the lease must hold on, the interface comes with the re-run. */
+  rerunning?: boolean;
 }
 
 export interface WorkloadStats {
@@ -37,16 +42,16 @@ export interface WorkloadStats {
   repeatedDels: number;
   delsWithoutAdd: number;
   neverRunning: number;
+  deletedBeforeAdd: number;
   recreatedNames: number;
-  deletions: Record<'now' | 'graceful' | 'finalizer', number>;
-  /** A repeated ADD that answered other addresses, or a DEL that failed for good. */
+  /** Pods run again in a new sandbox by the kubelet of a machine that took over the node's name. */
+  reruns: number;
+  deletions: Record<Deletion, number>;
+  /** A repeated or re-run ADD that answered other addresses, or a DEL that failed for good. */
   broken: string[];
   /** The first few error messages per code, to read what the errors were. */
   errorSamples: Record<string, string[]>;
 }
-
-const CniResultSchema = z.object({ ips: z.array(z.object({ address: z.string() })).default([]) });
-const CniErrorSchema = z.object({ code: z.number(), msg: z.string().optional() });
 
 const emptyStats = (): WorkloadStats => ({
   started: 0,
@@ -60,20 +65,42 @@ const emptyStats = (): WorkloadStats => ({
   repeatedDels: 0,
   delsWithoutAdd: 0,
   neverRunning: 0,
+  deletedBeforeAdd: 0,
   recreatedNames: 0,
+  reruns: 0,
   deletions: { now: 0, graceful: 0, finalizer: 0 },
   broken: [],
   errorSamples: {},
 });
 
-/** A 4xx from the API (not found, conflict, invalid): not an outage to wait out. */
-const isAnswer = (err: unknown) => {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'number' && code >= 400 && code < 500;
-};
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const count = (into: Record<string, number>, key: string) => (into[key] = (into[key] ?? 0) + 1);
+/** How long a runtime retries a pod's ADD before the soak counts it as never answered. */
+const ADD_DEADLINE_MS = 120_000;
+
+/** One pod's life as its lane drives it. */
+interface PodRun {
+  uid: string;
+  name: string;
+  node: SoakNode;
+  /** The node's `lost` generation at creation: a machine that took the pods with it ends the run. */
+  lostGeneration: number;
+  sandbox: Sandbox;
+  /** What its runtime was told, once an ADD succeeded. */
+  told?: string[];
+  /** The deletion began: a new machine's kubelet no longer runs it. */
+  deleting: boolean;
+  /** Its runtime called ADD (a pod deleted while Pending gets no DEL either). */
+  added: boolean;
+  /** The kubelet of a new machine running it again: its other runtime calls wait for that. */
+  rerun?: Promise<void>;
+}
+
+/** A node's machine: `machine` changes with every new machine; `lost` when the pods went with it. */
+interface NodeMachine {
+  machine: number;
+  lost: number;
+  down: boolean;
+}
 
 export class Workload {
   readonly stats = emptyStats();
@@ -81,33 +108,50 @@ export class Workload {
   readonly ledger = new Map<string, Told>();
   /** podUid → the sandbox namespace the runtime made, until it removes it. */
   readonly sandboxes = new Map<string, string>();
-  /** Node name → its machine's generation: a replaced node's lifecycles are abandoned. */
-  private readonly generations = new Map<string, number>();
-  private readonly down = new Set<string>();
+  readonly pods: Pods;
+  private readonly runtime: CniRuntime;
+  private readonly machines = new Map<string, NodeMachine>();
+  private readonly runs = new Map<string, PodRun>();
   private serial = 0;
 
   constructor(
     private readonly stack: SoakStack,
     private readonly random: Random,
-  ) {}
-
-  private get core() {
-    return this.stack.kubeClients.core;
+    readonly answers: AnswerLog,
+  ) {
+    this.pods = new Pods(stack);
+    this.runtime = new CniRuntime(this.stats, random);
   }
 
-  async createNamespace(): Promise<void> {
-    await this.core.createNamespace({ body: { metadata: { name: SOAK_NAMESPACE } } });
+  private machineOf(node: SoakNode): NodeMachine {
+    let machine = this.machines.get(node.name);
+    if (!machine) this.machines.set(node.name, (machine = { machine: 0, lost: 0, down: false }));
+    return machine;
   }
 
-  /** The node's machine is going away: its lifecycles stop calling its runtime. */
-  machineGone(node: SoakNode): void {
-    this.generations.set(node.name, (this.generations.get(node.name) ?? 0) + 1);
-    this.down.add(node.name);
-    for (const [uid, told] of this.ledger) if (told.node === node.name) this.ledger.delete(uid);
+  /**
+   * The node's machine is going away. Its pods go with it (`podsKept` false: their lifecycles are
+   * abandoned) or stay bound to the name for the next machine's kubelet to run again. Returns the
+   * sandboxes that were on it (gone with the machine).
+   */
+  machineGone(node: SoakNode, podsKept: boolean): string[] {
+    const machine = this.machineOf(node);
+    machine.machine++;
+    machine.down = true;
+    if (!podsKept) machine.lost++;
+    for (const [uid, told] of this.ledger) {
+      if (told.node !== node.name) continue;
+      if (podsKept) told.rerunning = true;
+      else this.ledger.delete(uid);
+    }
+    return [...this.runs.values()].filter((r) => r.node === node).map((r) => r.sandbox.netns);
   }
 
+  /** The new machine's kubelet runs every living pod that had an answer again, at once. */
   machineBack(node: SoakNode): void {
-    this.down.delete(node.name);
+    this.machineOf(node).down = false;
+    for (const run of this.runs.values())
+      if (run.node === node && run.told && !run.deleting) this.startRerun(run);
   }
 
   /** Runs lifecycles, `inFlight` at once, until `total` began or `goOn` says to stop. */
@@ -126,207 +170,210 @@ export class Workload {
     await Promise.all(Array.from({ length: inFlight }, lane));
   }
 
-  /** Kubernetes calls are retried while the API restarts (a bounded wait); a 4xx is an answer. */
-  private async kube<T>(what: string, call: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      try {
-        return await call();
-      } catch (err) {
-        if (isAnswer(err)) throw err;
-        if (Date.now() > deadline) throw new Error(`${what}: no answer for 90 s: ${String(err)}`);
-        await pause(500);
-      }
-    }
-  }
-
-  private shim(call: Omit<ShimCall, 'stdin'>, node: SoakNode) {
-    return runShim({ ...call, stdin: node.netconf() });
-  }
-
   /** One pod's life; returns its name when the next lifecycle of the lane should reuse it. */
   private async lifecycle(name?: string): Promise<string | undefined> {
-    const up = this.stack.nodes.filter((n) => !this.down.has(n.name));
+    const up = this.stack.nodes.filter((n) => !this.machineOf(n).down);
     if (up.length === 0) {
       await pause(500);
       return undefined;
     }
     const node = this.random.pick(up);
-    const generation = this.generations.get(node.name) ?? 0;
-    const gone = () => (this.generations.get(node.name) ?? 0) !== generation;
     const podName = name ?? `pod-${++this.serial}`;
     if (name) this.stats.recreatedNames++;
     const deletion = this.random.pick(['now', 'graceful', 'finalizer'] as const);
-    const uid = await this.createPod(podName, node, deletion === 'finalizer').catch(() => undefined);
+    const uid = await this.pods.create(podName, node.name, deletion === 'finalizer').catch(() => undefined);
     if (!uid) return undefined; // the name is still Terminating, or the node went: next one
-    const netns = `soakp-${randomBytes(5).toString('hex')}`;
-    await ip(undefined, ['netns', 'add', netns]);
-    this.sandboxes.set(uid, netns);
-    const base = {
-      netns: `/var/run/netns/${netns}`,
-      ifName: 'eth0',
-      args: { K8S_POD_NAMESPACE: SOAK_NAMESPACE, K8S_POD_NAME: podName, K8S_POD_UID: uid },
+    const run: PodRun = {
+      uid,
+      name: podName,
+      node,
+      lostGeneration: this.machineOf(node).lost,
+      sandbox: await this.newSandbox(uid, node),
+      deleting: false,
+      added: false,
     };
-    if (this.random.chance(0.05)) await this.delWithoutAdd(base, node);
-    const containerId = `ctr-${randomBytes(6).toString('hex')}`;
-    const addresses = await this.add({ ...base, containerId }, node, gone);
-    if (addresses && !gone()) {
-      this.ledger.set(uid, { podUid: uid, podName, node: node.name, mode: node.mode, netns, addresses });
-      if (this.random.chance(0.2)) await this.repeatAdd({ ...base, containerId }, node, addresses);
-      if (this.random.chance(0.85)) await this.setRunning(podName).catch(() => undefined);
-      else this.stats.neverRunning++;
-      await pause(this.random.int(200, 2000));
+    this.runs.set(uid, run);
+    try {
+      await this.live(run);
+      await this.teardown(run, deletion);
+    } finally {
+      this.runs.delete(uid);
+      await ip(undefined, ['netns', 'del', run.sandbox.netns]).catch(() => undefined);
+      this.sandboxes.delete(uid);
     }
-    this.ledger.delete(uid);
-    await this.teardown(podName, uid, deletion, { ...base, containerId }, node, gone);
-    await ip(undefined, ['netns', 'del', netns]).catch(() => undefined);
-    this.sandboxes.delete(uid);
-    if (gone()) this.stats.abandoned++;
+    if (this.gone(run)) this.stats.abandoned++;
     else this.stats.completed++;
     return this.random.chance(0.15) ? podName : undefined;
   }
 
-  /** A name still held by its previous pod (Terminating) is tried again, as a StatefulSet waits. */
-  private async createPod(name: string, node: SoakNode, finalizer: boolean): Promise<string> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.createPodOnce(name, node, finalizer);
-      } catch (err) {
-        if ((err as { code?: unknown }).code !== 409 || attempt >= 30) throw err;
-        await pause(1000);
-      }
+  /** From the sandbox to the deletion: ADD (and maybe a repeat), Running, a while alive. */
+  private async live(run: PodRun): Promise<void> {
+    if (this.random.chance(0.03)) {
+      // Deleted while Pending, before any ADD: a pre-produced offer is revoked.
+      this.stats.deletedBeforeAdd++;
+      await pause(this.random.int(200, 2000));
+      return;
     }
+    run.added = true;
+    if (this.random.chance(0.05) && (await this.onCurrentMachine(run)))
+      await this.runtime.delWithoutAdd(this.podCall(run), run.node);
+    const addresses = await this.addUntilAnswered(run);
+    if (!addresses || this.gone(run)) return;
+    run.told = addresses;
+    this.ledger.set(run.uid, this.toldOf(run));
+    if (this.random.chance(0.2) && (await this.onCurrentMachine(run))) {
+      const again = await this.runtime.repeatAdd(this.podCall(run), run.node, addresses);
+      if (again) this.answered(run, again);
+    }
+    if (this.random.chance(0.85)) await this.pods.setRunning(run.name).catch(() => undefined);
+    else this.stats.neverRunning++;
+    // Most live a moment; some long enough that a node's machine changes under them.
+    await pause(this.random.chance(0.15) ? this.random.int(5000, 30_000) : this.random.int(200, 2000));
   }
 
-  private async createPodOnce(name: string, node: SoakNode, finalizer: boolean): Promise<string> {
-    const pod = await this.kube('create pod', () =>
-      this.core.createNamespacedPod({
-        namespace: SOAK_NAMESPACE,
-        body: {
-          metadata: { name, finalizers: finalizer ? [FINALIZER] : undefined },
-          spec: {
-            nodeName: node.name,
-            terminationGracePeriodSeconds: 1,
-            containers: [{ name: 'c', image: 'registry.invalid/pause:1' }],
-          },
-        },
-      }),
-    );
-    return pod.metadata?.uid ?? '';
-  }
-
-  /** ADD until it succeeds, the pod's machine goes, or the deadline (the kubelet retries). */
-  private async add(
-    call: Omit<ShimCall, 'stdin' | 'command'>,
-    node: SoakNode,
-    gone: () => boolean,
-  ): Promise<string[] | undefined> {
+  /**
+   * ADD until it succeeds on the pod's current machine (a new machine's sandbox made first); the
+   * pod's machine going with it, or its deletion beginning before a new sandbox, ends it.
+   */
+  private async addUntilAnswered(run: PodRun): Promise<string[] | undefined> {
     const deadline = Date.now() + ADD_DEADLINE_MS;
-    while (!gone() && Date.now() < deadline) {
-      this.stats.adds++;
-      const outcome = await this.shim({ ...call, command: 'ADD' }, node);
-      if (outcome.exitCode === 0) {
-        const result = CniResultSchema.parse(outcome.json);
-        return result.ips.map((i) => i.address.split('/')[0] ?? '');
+    while (Date.now() < deadline) {
+      // Its machine went with it; or, run again, its deletion began: the kubelet stops trying.
+      if (this.gone(run) || (run.deleting && run.told)) return undefined;
+      const machine = this.machineOf(run.node);
+      if (machine.down) {
+        await pause(200);
+        continue;
       }
-      this.countError(this.stats.addErrors, 'ADD', outcome);
-      await pause(this.random.int(300, 1000));
+      if (run.sandbox.machine !== machine.machine) {
+        if (run.deleting) return undefined;
+        await ip(undefined, ['netns', 'del', run.sandbox.netns]).catch(() => undefined);
+        run.sandbox = await this.newSandbox(run.uid, run.node);
+      }
+      const addresses = await this.runtime.add(this.podCall(run), run.node);
+      // An answer that came back after its machine went reached nobody: the next machine asks again.
+      if (addresses && run.sandbox.machine === this.machineOf(run.node).machine) {
+        this.answered(run, addresses);
+        return addresses;
+      }
+      if (!addresses) await pause(this.random.int(300, 1000));
     }
+    this.stats.broken.push(
+      `ADD of pod ${run.name} (${run.uid}) on ${run.node.name} unanswered for ${ADD_DEADLINE_MS / 1000} s`,
+    );
     return undefined;
   }
 
-  private async repeatAdd(call: Omit<ShimCall, 'stdin' | 'command'>, node: SoakNode, told: string[]) {
-    this.stats.repeatedAdds++;
-    const outcome = await this.shim({ ...call, command: 'ADD' }, node);
-    if (outcome.exitCode !== 0) return; // an error (Temporal away) is the runtime's to retry
-    const again = CniResultSchema.parse(outcome.json).ips.map((i) => i.address.split('/')[0] ?? '');
-    if ([...again].sort().join() !== [...told].sort().join())
-      this.stats.broken.push(
-        `repeated ADD of ${call.containerId} answered ${again.join()} after ${told.join()}`,
-      );
-  }
-
-  private async delWithoutAdd(call: Omit<ShimCall, 'stdin' | 'command' | 'containerId'>, node: SoakNode) {
-    this.stats.delsWithoutAdd++;
-    await this.del({ ...call, containerId: `ctr-${randomBytes(6).toString('hex')}` }, node);
-  }
-
-  /** DEL until it succeeds (it must: a DEL that cannot reach Temporal is queued). */
-  private async del(call: Omit<ShimCall, 'stdin' | 'command'>, node: SoakNode): Promise<void> {
-    for (let attempt = 1; attempt <= 5; attempt++) {
-      this.stats.dels++;
-      const outcome = await this.shim({ ...call, command: 'DEL' }, node);
-      if (outcome.exitCode === 0) return;
-      this.countError(this.stats.delErrors, 'DEL', outcome);
-      await pause(1000);
+  /**
+   * Whether the pod's runtime can be called now: false when its machine went with it, or went and
+   * its deletion began (the new machine's kubelet does not run it). Waits while its node has no
+   * machine, and while the kubelet runs it again.
+   */
+  private async onCurrentMachine(run: PodRun): Promise<boolean> {
+    for (;;) {
+      if (this.gone(run)) return false;
+      if (run.rerun) {
+        await run.rerun;
+        continue;
+      }
+      const machine = this.machineOf(run.node);
+      if (!machine.down && run.sandbox.machine === machine.machine) return true;
+      if (!machine.down && (run.deleting || !run.told)) return false;
+      if (!machine.down) this.startRerun(run);
+      else await pause(200);
     }
-    this.stats.broken.push(`DEL of ${call.containerId} on ${node.name} failed 5 times`);
   }
 
-  private countError(into: Record<string, number>, verb: string, outcome: ShimOutcome): void {
-    const error = CniErrorSchema.safeParse(outcome.json);
-    const key = error.success ? String(error.data.code) : `exit ${outcome.exitCode}`;
-    count(into, key);
-    const samples = (this.stats.errorSamples[`${verb} ${key}`] ??= []);
-    if (samples.length < 3)
-      samples.push(error.success ? (error.data.msg ?? '') : outcome.stderr.slice(0, 300));
+  private startRerun(run: PodRun): void {
+    run.rerun ??= this.rerun(run).finally(() => (run.rerun = undefined));
   }
 
-  private async setRunning(name: string): Promise<void> {
-    await this.kube('pod status', async () => {
-      const pod = await this.core.readNamespacedPodStatus({ name, namespace: SOAK_NAMESPACE });
-      pod.status = { ...pod.status, phase: 'Running' };
-      await this.core.replaceNamespacedPodStatus({ name, namespace: SOAK_NAMESPACE, body: pod });
+  /** The new machine's kubelet runs the pod again: a new sandbox whose ADD must answer what it was told. */
+  private async rerun(run: PodRun): Promise<void> {
+    const told = run.told ?? [];
+    this.stats.reruns++;
+    const addresses = await this.addUntilAnswered(run);
+    // A pod deleted meanwhile may get other addresses (its lease may have ended): no promise then.
+    if (!addresses || run.deleting) return;
+    if (!sameAddresses(addresses, told))
+      this.stats.broken.push(
+        `pod ${run.name} (${run.uid}) run again on ${run.node.name} answered ${addresses.join()} after ${told.join()}`,
+      );
+    if (this.ledger.has(run.uid)) this.ledger.set(run.uid, this.toldOf(run));
+  }
+
+  /** The deletion as a cluster makes it, the runtime's DEL in its place (none once its machine went). */
+  private async teardown(run: PodRun, deletion: Deletion): Promise<void> {
+    this.stats.deletions[deletion]++;
+    this.ledger.delete(run.uid);
+    run.deleting = true;
+    await this.pods.remove(run.name, run.uid, deletion === 'now' ? 0 : undefined);
+    if (deletion === 'now') this.answers.ended(run.uid, 'removed');
+    if (run.added && (await this.onCurrentMachine(run))) {
+      if (await this.runtime.del(this.podCall(run), run.node)) this.answers.ended(run.uid, 'del');
+      if (this.random.chance(0.2)) {
+        this.stats.repeatedDels++;
+        await this.runtime.del(this.podCall(run), run.node);
+      }
+    }
+    await this.pods.remove(run.name, run.uid, 0);
+    if (deletion === 'finalizer') await this.pods.clearFinalizer(run.name, run.uid);
+    this.answers.ended(run.uid, 'removed');
+  }
+
+  /** The pods the workload has on `node` now: the pod GC force-deletes them when the node goes. */
+  podsOn(node: SoakNode): Array<{ name: string; uid: string }> {
+    return [...this.runs.values()].filter((r) => r.node === node).map((r) => ({ name: r.name, uid: r.uid }));
+  }
+
+  /** A pod removed by someone else (the pod GC, the drain): its addresses' use ends. */
+  removed(uid: string): void {
+    this.answers.ended(uid, 'removed');
+  }
+
+  private gone(run: PodRun): boolean {
+    return this.machineOf(run.node).lost !== run.lostGeneration;
+  }
+
+  private answered(run: PodRun, addresses: string[]): void {
+    this.answers.answered({
+      podUid: run.uid,
+      podName: run.name,
+      node: run.node.name,
+      containerId: run.sandbox.containerId,
+      netns: run.sandbox.netns,
+      addresses,
     });
   }
 
-  /** The deletion as a cluster makes it, the runtime's DEL in its place (none if the machine went). */
-  private async teardown(
-    name: string,
-    uid: string,
-    deletion: 'now' | 'graceful' | 'finalizer',
-    call: Omit<ShimCall, 'stdin' | 'command'>,
-    node: SoakNode,
-    gone: () => boolean,
-  ): Promise<void> {
-    this.stats.deletions[deletion]++;
-    const remove = (grace: number | undefined) =>
-      this.kube('delete pod', () =>
-        this.core.deleteNamespacedPod({
-          name,
-          namespace: SOAK_NAMESPACE,
-          body: { preconditions: { uid }, ...(grace === undefined ? {} : { gracePeriodSeconds: grace }) },
-        }),
-      ).catch((err: unknown) => {
-        if (!isAnswer(err)) throw err; // gone already, or another pod of that name now
-      });
-    await remove(deletion === 'now' ? 0 : undefined);
-    if (!gone()) {
-      await this.del(call, node);
-      if (this.random.chance(0.2)) {
-        this.stats.repeatedDels++;
-        await this.del(call, node);
-      }
-    }
-    await remove(0);
-    if (deletion === 'finalizer') await this.clearFinalizer(name, uid);
+  private toldOf(run: PodRun): Told {
+    return {
+      podUid: run.uid,
+      podName: run.name,
+      node: run.node.name,
+      mode: run.node.mode,
+      netns: run.sandbox.netns,
+      addresses: run.told ?? [],
+    };
   }
 
-  async clearFinalizer(name: string, uid: string): Promise<void> {
-    const { kube } = this.stack.kubeClients;
-    const patch = kube.setHeaderOptions('Content-Type', kube.PatchStrategy.JsonPatch);
-    await this.kube('clear finalizer', () =>
-      this.core.patchNamespacedPod(
-        {
-          name,
-          namespace: SOAK_NAMESPACE,
-          body: [
-            { op: 'test', path: '/metadata/uid', value: uid },
-            { op: 'replace', path: '/metadata/finalizers', value: [] },
-          ],
-        },
-        patch,
-      ),
-    ).catch(() => undefined); // gone already, or another pod of that name now
+  private async newSandbox(uid: string, node: SoakNode): Promise<Sandbox> {
+    const netns = `soakp-${randomBytes(5).toString('hex')}`;
+    await ip(undefined, ['netns', 'add', netns]);
+    this.sandboxes.set(uid, netns);
+    return {
+      netns,
+      containerId: `ctr-${randomBytes(6).toString('hex')}`,
+      machine: this.machineOf(node).machine,
+    };
+  }
+
+  private podCall(run: PodRun) {
+    return {
+      netns: `/var/run/netns/${run.sandbox.netns}`,
+      ifName: 'eth0',
+      containerId: run.sandbox.containerId,
+      args: { K8S_POD_NAMESPACE: 'soak', K8S_POD_NAME: run.name, K8S_POD_UID: run.uid },
+    };
   }
 }
