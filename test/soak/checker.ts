@@ -287,9 +287,16 @@ export class Checker implements CheckerEar {
     return read;
   }
 
+  /**
+   * A node's table as its open run holds it. A closed run's (an operator terminated it, and no
+   * allocation on the node has started it again) holds nothing: the next run rebuilds its table
+   * from the open leases, so what the closed one lists is neither held nor a duplicate.
+   */
   private async tableOf(client: Client, node: string): Promise<Map<string, string>> {
-    const state = NodeTablesSchema.parse(await client.workflow.getHandle(`node/${node}`).query('state'));
+    const handle = client.workflow.getHandle(`node/${node}`);
     const owners = new Map<string, string>();
+    if ((await handle.describe()).status.name !== 'RUNNING') return owners;
+    const state = NodeTablesSchema.parse(await handle.query('state'));
     for (const table of Object.values(state.tables))
       for (const [address, allocation] of Object.entries(table.allocations))
         owners.set(address, allocation.owner);
