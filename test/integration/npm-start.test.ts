@@ -93,7 +93,7 @@ test('an older PID file (a bare array) still has its leftovers stopped', async (
 
 test('an unknown argument is refused before anything is read or started; --cluster [--nodes 2] and --temporal are known', async () => {
   rmSync(pidFile, { force: true });
-  const known = '(known: --cluster, --cluster --nodes 2, --temporal dev|production)';
+  const known = '(known: --cluster, --cluster --nodes 2, --cluster --in-cluster, --temporal dev|production)';
   for (const [args, message] of [
     [['--clustr'], `netlease: unknown argument --clustr ${known}`],
     [['--temporal', 'postgres'], `netlease: unknown argument --temporal postgres ${known}`],
