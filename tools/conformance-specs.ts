@@ -3,7 +3,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 
-/** Each spec's full text up to its labels (`[NodeConformance]`, `[Conformance]`, ...). */
+/**
+ * Each spec's full text up to its labels (`[NodeConformance]`, `[Conformance]`, ...). The first
+ * six are the ones the heavy pass of `npm test` runs (`--core`): pod-to-pod and node-to-pod over
+ * the pods' addresses, the host IP and both families; `npm run conformance` runs them all.
+ */
 export const SPECS = [
   '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: http',
   '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: udp',
@@ -28,8 +32,11 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 const matcher = (spec: string) => `${escape(spec)}( \\[|$)`;
 
-/** Selects exactly SPECS. */
-export const FOCUS = SPECS.map(matcher).join('|');
+/** The subset `npm test` runs (`npm run conformance -- --core`). */
+export const CORE_SPECS = SPECS.slice(0, 6);
+
+/** Selects exactly `specs`. */
+export const focusOf = (specs: readonly string[]): string => specs.map(matcher).join('|');
 
 const SpecReportSchema = z
   .object({
@@ -54,8 +61,8 @@ export interface SpecResult {
   failure?: string;
 }
 
-/** Each of SPECS with its outcome in ginkgo's JSON report (`not run` when it is not in it). */
-export function readResults(reportFile: string): SpecResult[] {
+/** Each of `specs` with its outcome in ginkgo's JSON report (`not run` when it is not in it). */
+export function readResults(reportFile: string, specs: readonly string[] = SPECS): SpecResult[] {
   const reports = existsSync(reportFile)
     ? ReportSchema.parse(JSON.parse(readFileSync(reportFile, 'utf8')))
     : [];
@@ -63,7 +70,7 @@ export function readResults(reportFile: string): SpecResult[] {
     .flatMap((r) => r.SpecReports ?? [])
     .filter((s) => s.LeafNodeType === 'It')
     .map((s) => ({ text: [...(s.ContainerHierarchyTexts ?? []), s.LeafNodeText].join(' '), report: s }));
-  return SPECS.map((spec) => {
+  return specs.map((spec) => {
     const found = ran.find(({ text }) => new RegExp(matcher(spec)).test(text))?.report;
     if (!found) return { spec, state: 'not run', seconds: 0 };
     const failure = found.Failure?.Message.split('\n')[0];

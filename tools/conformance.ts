@@ -7,8 +7,9 @@
 // it runs beside `npm start` and the tests. e2e.test runs against it with KUBE_TEST_REPO_LIST
 // pointing the framework at the local images; a summary per spec is printed, everything stopped.
 // netlease runs as pods installed by its Helm chart (tools/in-cluster), as an operator installs it;
-// `--host-processes` runs its control worker and agents as processes of this machine instead.
-// Usage: npm run conformance [-- --host-processes] [--no-bootstrap]   (its log: .netlease/conformance/e2e.log; exit 0 when all pass)
+// `--host-processes` runs its control worker and agents as processes of this machine instead;
+// `--core` runs only the six specs the heavy pass of `npm test` runs (tools/conformance-specs).
+// Usage: npm run conformance [-- --host-processes] [--core] [--no-bootstrap]   (its log: .netlease/conformance/e2e.log; exit 0 when all pass)
 import { existsSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { NetleaseConfigSchema } from '../domain/config';
@@ -16,7 +17,7 @@ import { ip } from '../kernel/ip';
 import { CONTROL_WORKER_NODE_FLAGS, NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
 import { agentConfigOf, startCluster, type LocalCluster } from './cluster';
 import { ensureConformanceImages } from './conformance-images';
-import { FOCUS, readResults, SPECS, summary } from './conformance-specs';
+import { CORE_SPECS, focusOf, readResults, SPECS, summary } from './conformance-specs';
 import { ensureHostNetns } from './dev-node';
 import { installInCluster } from './in-cluster';
 import { ensureNetleaseImage } from './netlease-image';
@@ -95,13 +96,13 @@ async function startAgents(cluster: LocalCluster, log: number): Promise<Tracked[
 }
 
 /** e2e.test with the focus, its output in e2e.log, its JSON report in report.json. */
-function runE2e(kubeconfig: string, repoList: string): Tracked {
+function runE2e(kubeconfig: string, repoList: string, specs: readonly string[]): Tracked {
   const out = openSync(join(stateDir, 'e2e.log'), 'w');
   return startTracked(
     programPath('e2e.test'),
     [
       `--kubeconfig=${kubeconfig}`,
-      `--ginkgo.focus=${FOCUS}`,
+      `--ginkgo.focus=${focusOf(specs)}`,
       '--ginkgo.no-color',
       '--ginkgo.v',
       '--ginkgo.timeout=40m',
@@ -115,6 +116,7 @@ function runE2e(kubeconfig: string, repoList: string): Tracked {
 
 async function main(): Promise<void> {
   const started = Date.now();
+  const specs = process.argv.includes('--core') ? CORE_SPECS : SPECS;
   mkdirSync(stateDir, { recursive: true });
   const first = runningLauncher(pidFile);
   if (first) throw new Error(`npm run conformance is already running (pid ${first.pid})`);
@@ -175,11 +177,11 @@ async function main(): Promise<void> {
     for (const node of cluster.nodes)
       for (const image of images) await node.real.containerd.ctr(['images', 'import', image.file]);
     if (interrupted) return;
-    console.log(`netlease: running ${SPECS.length} specs of e2e.test (log: ${join(stateDir, 'e2e.log')})`);
+    console.log(`netlease: running ${specs.length} specs of e2e.test (log: ${join(stateDir, 'e2e.log')})`);
     const e2eStarted = Date.now();
-    e2e = runE2e(cluster.kubeconfig, repoList);
+    e2e = runE2e(cluster.kubeconfig, repoList, specs);
     await e2e.exited;
-    const results = readResults(join(stateDir, 'report.json'));
+    const results = readResults(join(stateDir, 'report.json'), specs);
     console.log(summary(results, (Date.now() - e2eStarted) / 1000));
     console.log(`netlease: npm run conformance took ${((Date.now() - started) / 1000).toFixed(0)} s in all`);
     process.exitCode = results.every((r) => r.state === 'passed') ? 0 : 1;

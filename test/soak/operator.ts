@@ -5,6 +5,7 @@
 // worker: an unsafe one refused at start-up while the old config keeps running, a safe one (a CIDR
 // added) applied. Each action the product must refuse or ignore is checked here (`operator`
 // violations); what it must recover from is the checker's (nothing lost, no duplicate).
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId, poolWorkflowId } from '../../domain/ids';
 import type { PoolSpec } from '../../domain/config';
 import { nodeStateQuery } from '../../workflows/node-messages';
@@ -82,7 +83,8 @@ export class Operator {
         nodeId,
         `the node's incarnation went from ${before} to ${after || '(none)'} after bad signals`,
       );
-    for (const id of new Set(signals.map(([target]) => target))) await this.noBrokenTask(id, since);
+    for (const id of await this.started([...new Set(signals.map(([target]) => target))]))
+      await this.noBrokenTask(id, since);
     if (lease) await this.stillHolding(lease.id, lease.podUid);
     return `${signals.length} signals (${signals.map(([id, name]) => `${name} to ${id}`).join(', ')})`;
   }
@@ -90,7 +92,7 @@ export class Operator {
   /** Cancellation requests to the node's workflow and the pool's: both must run on. */
   async cancel(node: SoakNode): Promise<string> {
     const since = Date.now();
-    const ids = [nodeWorkflowId(node.name), poolWorkflowId(SOAK_POOL)];
+    const ids = await this.started([nodeWorkflowId(node.name), poolWorkflowId(SOAK_POOL)]);
     for (const id of ids) await this.cli(['workflow', 'cancel', '--workflow-id', id]);
     await pause(3000);
     for (const id of ids) {
@@ -163,6 +165,27 @@ export class Operator {
       this.ctx.checker.grace(podUid, RECOVERY_GRACE_MS);
       this.ctx.checker.grace(id, RECOVERY_GRACE_MS);
     }
+  }
+
+  /**
+   * Those of `ids` Temporal has a workflow for: a node's starts with its first allocation, so a
+   * fault early in the soak may find none (its message was refused, and nothing is to be judged).
+   */
+  private async started(ids: string[]): Promise<string[]> {
+    const client = this.ctx.stack.client.workflow;
+    const found = await Promise.all(
+      ids.map((id) =>
+        client
+          .getHandle(id)
+          .describe()
+          .then(() => true)
+          .catch((error: unknown) => {
+            if (error instanceof WorkflowNotFoundError) return false;
+            throw error;
+          }),
+      ),
+    );
+    return ids.filter((_, i) => found[i]);
   }
 
   /** Runs the CLI; its outcome in a word (a refusal, such as a run closed meanwhile, is not the product's). */

@@ -1,30 +1,48 @@
 // The short soak of `npm test` (README, "The soak"): a few minutes of pod lifecycles on four nodes
-// with every fault kind injected at least once, two at a time: among them Node re-registrations
-// that keep their pods, every operator action, and every pause point reached. Judged by the
+// with the faults issue 25 named injected at least once each, one at a time: Node
+// re-registrations that keep their pods (same machine, and a new one whose kubelet runs them
+// again), every operator action (terminate, reset, empty and made-up signals, cancel, a pool config
+// change across a restart), a control worker killed and an agent killed mid-activation, and the
+// offer-written pause point. `npm run soak` runs every kind, two at a time. Judged by the
 // independent checker and the answer history; any violation fails it, and the report printed says
 // how to reproduce (NETLEASE_SOAK_SEED=<seed>).
-import { FAULT_KINDS, SoakOptionsSchema } from './options';
+import { SoakOptionsSchema, type FaultKind } from './options';
 import { formatReport, isClean } from './report';
 import type { FaultRecord } from './faults';
 import { runSoak, type SoakReport } from './soak';
 
 let report: SoakReport;
 
-test('the short soak: every fault kind, at least 300 lifecycles, no invariant violated', async () => {
+/** One of each kind issue 25 asked of the short soak, and the process faults they meet in the field. */
+const SHORT_SOAK_FAULTS: FaultKind[] = [
+  'node-reregistered',
+  'node-moved',
+  'operator-terminate',
+  'operator-reset',
+  'operator-signals',
+  'operator-cancel',
+  'pool-config-change',
+  'kill-control',
+  'kill-agent-mid-activation',
+  'pause-offer-written',
+];
+
+test('the short soak: each kind asked of it, at least 300 lifecycles, no invariant violated', async () => {
   const options = SoakOptionsSchema.parse({
     seed: process.env.NETLEASE_SOAK_SEED,
     lifecycles: 100_000, // bounded by minutes
-    minutes: 4, // and on, up to three times as long, until every kind was injected
+    minutes: 3, // and on, up to three times as long, until every kind was injected
     everyFault: true,
     nodes: 4,
-    faultEverySeconds: 1,
-    overlap: 1,
+    faultEverySeconds: 4,
+    overlap: 0,
     inFlight: 16,
+    faults: SHORT_SOAK_FAULTS,
   });
   report = await runSoak(options, (line) => process.stdout.write(`${line}\n`));
   process.stdout.write(`${formatReport(report)}\n`);
   expect(report.workload.completed).toBeGreaterThanOrEqual(300);
-  expect(FAULT_KINDS.filter((kind) => !report.faults.some((f) => f.kind === kind))).toEqual([]);
+  expect(SHORT_SOAK_FAULTS.filter((kind) => !report.faults.some((f) => f.kind === kind))).toEqual([]);
   expect(report.faults.filter((f) => f.error)).toEqual([]);
   // A Node registered again while pods bound to it ran, and (a new machine) those pods run again.
   const kept = (f: FaultRecord) => Number(/\((\d+) pods kept/.exec(f.target)?.[1] ?? 0);

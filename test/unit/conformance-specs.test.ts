@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FOCUS, readResults, SPECS, summary } from '../../tools/conformance-specs';
+import { CORE_SPECS, focusOf, readResults, SPECS, summary } from '../../tools/conformance-specs';
 
 /** Spec texts as ginkgo prints them (`--ginkgo.dry-run -v` of e2e.test v1.34.4). */
 const SELECTED = [
@@ -30,9 +30,19 @@ const NEIGHBOURS = [
 ];
 
 test('the focus selects the specs and none of their neighbours', () => {
-  const focus = new RegExp(FOCUS);
+  const focus = new RegExp(focusOf(SPECS));
   expect(SELECTED.filter((text) => focus.test(`Kubernetes e2e suite ${text}`))).toEqual(SELECTED);
   expect(NEIGHBOURS.filter((text) => focus.test(`Kubernetes e2e suite ${text}`))).toEqual([]);
+});
+
+test("npm test's core subset selects the six the issue named and none of the rest", () => {
+  const core = new RegExp(focusOf(CORE_SPECS));
+  const ran = (text: string) => core.test(`Kubernetes e2e suite ${text} [Conformance]`);
+  expect(SPECS.filter(ran)).toEqual(CORE_SPECS);
+  expect(CORE_SPECS).toHaveLength(6);
+  expect(CORE_SPECS.filter((s) => /Granular Checks|host IP|add ipv6 and ipv4 ip to pod ips/.test(s))).toEqual(
+    CORE_SPECS,
+  );
 });
 
 test("each spec's outcome and time come from the report; one it lacks is not run", () => {
