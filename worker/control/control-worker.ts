@@ -10,6 +10,7 @@ import { connectClient, connectWorkerConnection } from '../../temporal/connectio
 import { configurePoolWorkflows, openPoolWorkflows } from '../../temporal/pools';
 import { silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
+import { configurePoolsWhileRunning } from './pool-configuration';
 import { failpointSinks } from './failpoint-sinks';
 import { startMetricsSampler, type MetricsSampler } from './metrics-sampler';
 import { ensureReconcileSchedule, triggerReconcile } from './reconcile-schedule';
@@ -61,12 +62,19 @@ export async function createControlWorker(
     reader,
     async run() {
       const running = worker.run();
-      // The pools' own check of the config (a change under handed-out blocks stops the worker).
-      await configurePoolWorkflows(client, config).catch(async (err: unknown) => {
-        worker.shutdown();
+      const stop = async (err: unknown): Promise<never> => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
         await running;
         throw err;
+      };
+      // The pools' own check of the config: a change under handed-out blocks stops the worker.
+      const configuring = configurePoolsWhileRunning({
+        configure: () => configurePoolWorkflows(client, config),
+        running: () => worker.getState() === 'RUNNING',
+        log,
       });
+      await configuring.firstTry.catch(stop);
+      const refused = configuring.done.catch(stop);
       if (kube && reader && config.kubernetes) {
         await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
         const site = { kube, reader, client, taskQueue, settings: config.kubernetes, log };
@@ -75,7 +83,7 @@ export async function createControlWorker(
       }
       if (config.metrics)
         sampler = startMetricsSampler(client, taskQueue, config.metrics.sampleIntervalSeconds, log);
-      await running;
+      await Promise.all([running, refused]);
     },
     quiesce,
     async close() {
