@@ -1,9 +1,18 @@
 // One of several replicas does a piece of work at a time (the control workers' watches), chosen
-// by a coordination.k8s.io Lease as kube-controller-manager's replicas choose theirs. The holder
-// renews it; a holder not seen renewing for the lease's duration (by our own clock, so clocks need
-// not agree) is taken over, and a holder that cannot renew stops before that. Writes carry the
-// object's resourceVersion, so of two contenders only one wins a round.
-import type { V1Lease } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+// by a coordination.k8s.io Lease as kube-controller-manager's replicas choose theirs. Each round
+// reads the Lease and does what `contend` (domain/leadership) decides: acquire, renew, wait, or
+// give up leading. Writes carry the object's resourceVersion, so of two contenders only one wins
+// a round.
+import type { V1Lease, V1LeaseSpec } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import {
+  contend,
+  handedBack,
+  leadershipTimings,
+  type ContenderView,
+  type Decision,
+  type LeaseRead,
+  type LeaseRecord,
+} from '../domain/leadership';
 import { isConflict, isNotFound, kubeCall, within, type KubeCallOptions, type KubeClients } from './kube';
 
 export interface LeadershipOptions {
@@ -14,6 +23,8 @@ export interface LeadershipOptions {
   identity: string;
   /** A holder not seen renewing for this long is taken over. */
   durationSeconds: number;
+  /** This contender's clock (ms); only its own readings are ever compared. */
+  clock?: () => number;
 }
 
 export interface LeadershipEvents {
@@ -31,18 +42,29 @@ export interface Leadership {
   stop(): Promise<void>;
 }
 
+const UNKNOWN = { kind: 'unknown' } as const;
+
+/** The Lease as `contend` reads it; no duration in it is taken as ours. */
+function recordOf(lease: V1Lease, durationSeconds: number): LeaseRecord {
+  const spec = lease.spec ?? {};
+  return {
+    holder: spec.holderIdentity ?? '',
+    acquireTime: spec.acquireTime?.valueOf(),
+    renewTime: spec.renewTime?.valueOf(),
+    durationSeconds: spec.leaseDurationSeconds ?? durationSeconds,
+    transitions: spec.leaseTransitions ?? 0,
+  };
+}
+
 export function holdLeadership(
   clients: KubeClients,
   options: LeadershipOptions,
   events: LeadershipEvents,
 ): Leadership {
   const api = clients.config.makeApiClient(clients.kube.CoordinationV1Api);
-  const { namespace, name, identity, durationSeconds } = options;
-  const durationMs = durationSeconds * 1000;
-  // Renew three times a lease; stop leading two thirds of it after the last renewal began.
-  const retryMs = Math.max(durationMs / 3, 200);
-  const giveUpMs = (durationMs * 2) / 3;
-  let observed: { record: string; at: number } | undefined;
+  const { namespace, name, identity, durationSeconds, clock = Date.now } = options;
+  const { retryMs, giveUpMs } = leadershipTimings(durationSeconds);
+  const view: ContenderView = { identity, durationSeconds };
   let holds = false; // the Lease names us as of the last round that answered
   let stopWork: (() => void) | undefined;
   let stopped = false;
@@ -50,7 +72,7 @@ export function holdLeadership(
   let giveUp: NodeJS.Timeout | undefined;
   let round: Promise<void> = Promise.resolve();
   // The API parses these times with microseconds only: a Date's milliseconds are refused.
-  const micro = (at: Date | number = Date.now()) => new clients.kube.V1MicroTime(new Date(at).getTime());
+  const micro = (at: number | undefined) => (at === undefined ? undefined : new clients.kube.V1MicroTime(at));
   // A call on a dead connection must not hold a round (or stop()): each has a third of the lease.
   const bounded = <T>(call: (options: KubeCallOptions) => Promise<T>): Promise<T> =>
     kubeCall(`Lease ${namespace}/${name}`, retryMs, call);
@@ -61,45 +83,27 @@ export function holdLeadership(
       throw err;
     });
 
-  /** One round: true when this contender holds the Lease after it. */
-  const contend = async (): Promise<boolean> => {
-    const now = micro();
-    const current = await read();
+  /** `record` written over `current` (other fields kept), or created when there is none. */
+  const write = async (current: V1Lease | undefined, record: LeaseRecord): Promise<void> => {
+    const spec: V1LeaseSpec = {
+      ...current?.spec,
+      holderIdentity: record.holder,
+      leaseDurationSeconds: record.durationSeconds,
+      acquireTime: micro(record.acquireTime),
+      renewTime: micro(record.renewTime),
+      leaseTransitions: record.transitions,
+    };
     if (!current) {
-      const spec = {
-        holderIdentity: identity,
-        leaseDurationSeconds: durationSeconds,
-        acquireTime: now,
-        renewTime: now,
-        leaseTransitions: 0,
-      };
       const body = { metadata: { name, namespace }, spec };
       await bounded((options) => api.createNamespacedLease({ namespace, body }, options));
-      return true;
+    } else {
+      const body = { ...current, spec };
+      await bounded((options) => api.replaceNamespacedLease({ name, namespace, body }, options));
     }
-    const spec = current.spec ?? {};
-    const record = `${spec.holderIdentity ?? ''} ${String(spec.renewTime?.valueOf() ?? '')}`;
-    if (observed?.record !== record) observed = { record, at: Date.now() };
-    const mine = spec.holderIdentity === identity;
-    const lapsed = Date.now() - observed.at > (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (!mine && spec.holderIdentity && !lapsed) return false;
-    const acquired = spec.acquireTime ? micro(spec.acquireTime) : now;
-    const taken = mine
-      ? { acquireTime: acquired }
-      : { acquireTime: now, leaseTransitions: (spec.leaseTransitions ?? 0) + 1 };
-    const next = {
-      ...spec,
-      ...taken,
-      holderIdentity: identity,
-      leaseDurationSeconds: durationSeconds,
-      renewTime: now,
-    };
-    const body = { ...current, spec: next };
-    await bounded((options) => api.replaceNamespacedLease({ name, namespace, body }, options));
-    return true;
   };
 
   const lose = (why: string) => {
+    view.renewedAt = undefined;
     clearTimeout(giveUp);
     if (!stopWork) return;
     stopWork();
@@ -107,30 +111,72 @@ export function holdLeadership(
     events.changed?.(false, why);
   };
 
-  const once = async () => {
-    const began = Date.now();
-    try {
-      holds = await contend();
-      if (!holds) return lose('another replica holds the Lease');
-      // Others may take over durationMs after they saw this renewal: stop well before that.
-      clearTimeout(giveUp);
-      giveUp = setTimeout(() => lose('could not renew the Lease in time'), giveUpMs - (Date.now() - began));
-      if (!stopWork && !stopped) {
-        stopWork = events.lead();
-        events.changed?.(true, `holds Lease ${namespace}/${name}`);
-      }
-    } catch (err) {
-      if (!isConflict(err)) events.error?.(err); // a conflict: another contender won
+  /** Others may take over a duration after they saw a renewal: the decision stops us well before. */
+  const armGiveUp = () => {
+    clearTimeout(giveUp);
+    if (view.renewedAt === undefined) return;
+    giveUp = setTimeout(
+      () => {
+        apply(contend(view, UNKNOWN, clock()));
+        armGiveUp();
+      },
+      Math.max(0, view.renewedAt + giveUpMs - clock()),
+    );
+  };
+
+  /** A decision that needs no write. */
+  const apply = (decision: Decision) => {
+    view.observed = decision.observed ?? view.observed;
+    if (decision.kind === 'give up') lose(decision.why);
+    else if (decision.kind === 'wait' && decision.holder !== undefined) {
+      holds = false;
+      lose('another replica holds the Lease');
     }
   };
 
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      round = once().finally(schedule);
-    }, retryMs);
+  /** Holds the Lease from the round that began at `began`. */
+  const held = (began: number) => {
+    holds = true;
+    view.renewedAt = began;
+    armGiveUp();
+    if (!stopWork && !stopped) {
+      stopWork = events.lead();
+      events.changed?.(true, `holds Lease ${namespace}/${name}`);
+    }
   };
-  round = once().finally(schedule);
+
+  /** One round; resolves to when the next begins. */
+  const once = async (): Promise<number> => {
+    const began = clock();
+    try {
+      const current = await read();
+      const lease: LeaseRead = current
+        ? { kind: 'read', record: recordOf(current, durationSeconds) }
+        : { kind: 'absent' };
+      const decision = contend(view, lease, clock());
+      apply(decision);
+      if (decision.kind === 'acquire' || decision.kind === 'renew') {
+        await write(current, decision.write);
+        held(began);
+      }
+      return decision.nextAt;
+    } catch (err) {
+      if (!isConflict(err)) events.error?.(err); // a conflict: another contender won
+      apply(contend(view, UNKNOWN, clock()));
+      return began + retryMs;
+    }
+  };
+
+  const schedule = (nextAt: number) => {
+    if (stopped) return;
+    timer = setTimeout(
+      () => {
+        round = once().then(schedule);
+      },
+      Math.max(0, nextAt - clock()),
+    );
+  };
+  round = once().then(schedule);
 
   return {
     get leading() {
@@ -150,11 +196,7 @@ export function holdLeadership(
   async function handBack(): Promise<void> {
     holds = false;
     const current = await read();
-    if (current?.spec?.holderIdentity !== identity) return;
-    const { acquireTime } = current.spec;
-    const times = { renewTime: micro(), ...(acquireTime ? { acquireTime: micro(acquireTime) } : {}) };
-    const spec = { ...current.spec, ...times, holderIdentity: '', leaseDurationSeconds: 1 };
-    const body = { ...current, spec };
-    await bounded((options) => api.replaceNamespacedLease({ name, namespace, body }, options));
+    const back = current && handedBack(recordOf(current, durationSeconds), identity, clock());
+    if (back) await write(current, back);
   }
 }

@@ -1,5 +1,6 @@
 // How every process reaches Temporal: the address, namespace and TLS/mTLS files of one
-// TemporalConnection, for a client (Connection) and for a worker (NativeConnection).
+// TemporalConnection, for a worker (NativeConnection) and the clients of the process that runs it
+// (a Client on that same connection), and for a process with no worker (a client's Connection).
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -117,3 +118,12 @@ export async function connectWorkerConnection(settings: TemporalConnection): Pro
   const tls: WorkerTlsConfig | undefined = tlsConfig(settings);
   return NativeConnection.connect({ address: settings.address, tls });
 }
+
+/**
+ * A client in the settings' namespace on a Worker's connection: a process with a Worker calls
+ * Temporal on the one connection it polls on. Core retries its calls and reconnects on the next
+ * call, so neither grpc-js's reconnect backoff nor its retry timers (connectConnection) apply.
+ * Closing the connection ends both, once no Worker runs on it.
+ */
+export const clientOn = (connection: NativeConnection, settings: TemporalConnection): Client =>
+  new Client({ connection, namespace: settings.namespace });

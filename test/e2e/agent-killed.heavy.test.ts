@@ -3,51 +3,32 @@
 // new agent with the same config serves them. The retries must converge: one open lease per pod,
 // its addresses on the pod's eth0 and in its podIPs, and the node's table holding exactly those.
 import { expectReplayed } from '../harness/replay';
-import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { type CoreApi } from '../../kubernetes/kube';
 import { leaseExecutions } from '../../temporal/visibility';
-import { netnsOf } from '../../tools/containerd';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { nodeStateQuery } from '../../workflows/node-messages';
-import { containersOfPod } from '../harness/real-node';
-import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { sandboxNetns } from '../harness/real-node';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import {
-  sleepersDeployment,
-  startRealCluster,
-  onlyNode,
-  type RealCluster,
-  type RealClusterNode,
-} from '../harness/real-cluster';
+import { sleepersDeployment, useRealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 10;
 const nodeName = uniqueName('e2e-kill');
 const namespace = 'default';
 const app = uniqueName('killed');
-let temporal: TestTemporal;
-let core: CoreApi;
-let apps: AppsV1Api;
-
-let real: RealCluster;
-let node: RealClusterNode;
-beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'e2e-kill', nodeNames: [nodeName], preProduce: true });
-  ({ temporal, core, apps } = real);
-  node = onlyNode(real);
-}, 300_000);
-afterAll(() => real?.stop(), 180_000);
+const real = useRealCluster({ prefix: 'e2e-kill', nodeNames: [nodeName], preProduce: true });
 
 const nodeTable = async () =>
-  (await temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery)).tables[
-    temporal.taskQueue
+  (await real.temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery)).tables[
+    real.temporal.taskQueue
   ];
 
 const podsOfApp = async (): Promise<V1Pod[]> =>
-  (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+  (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
 
 const isRunning = (p: V1Pod) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp;
 const allRunning = (pods: V1Pod[]) => pods.length === REPLICAS && pods.every(isRunning);
@@ -58,45 +39,34 @@ const addressesOf = (lease: LeaseState | undefined) => (lease?.addresses ?? []).
 /** Sandbox creations the kubelet reports as failed for this app's pods (the ADDs the dead agent missed). */
 const failedSandboxes = async () =>
   (
-    await core.listNamespacedEvent({ namespace, fieldSelector: 'reason=FailedCreatePodSandBox' })
+    await real.core.listNamespacedEvent({ namespace, fieldSelector: 'reason=FailedCreatePodSandBox' })
   ).items.filter((e) => e.involvedObject.name?.startsWith(app));
 
-/** The sandbox's network namespace of a pod. */
-async function netnsOfPod(uid: string): Promise<string> {
-  const ctr = node.real.containerd.ctr;
-  if (!ctr) throw new Error('no cluster');
-  const sandboxes = (await containersOfPod(ctr, uid)).filter((c) => c.kind === 'sandbox');
-  if (sandboxes.length !== 1) throw new Error(`pod ${uid} has ${sandboxes.length} sandboxes, not 1`);
-  const netns = await netnsOf(ctr, sandboxes[0]?.id ?? '');
-  if (!netns) throw new Error(`pod ${uid}'s sandbox has no network namespace path`);
-  return netns;
-}
-
 async function createDeployment(): Promise<void> {
-  await apps.createNamespacedDeployment({
+  await real.apps.createNamespacedDeployment({
     namespace,
     body: sleepersDeployment(app, REPLICAS),
   });
 }
 
 test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, no leaked address`, async () => {
-  if (!node.agent) throw new Error('no agent');
+  if (!real.node.agent) throw new Error('no agent');
   await createDeployment();
   // As soon as the scheduler binds the first pod, the agent dies without a chance to clean up.
   await waitForValue(podsOfApp, (pods) => pods.some((p) => p.spec?.nodeName), 120_000, 100, 'a pod bound');
-  expect(await node.killAgent('SIGKILL')).toBe('SIGKILL');
+  expect(await real.node.killAgent('SIGKILL')).toBe('SIGKILL');
   // While it is gone the kubelet's sandbox creation fails and pods stay short of Running.
   await waitForValue(failedSandboxes, (events) => events.length > 0, 180_000, 500, 'a failed sandbox');
   expect((await podsOfApp()).filter(isRunning).length).toBeLessThan(REPLICAS);
 
-  await node.startAgent();
+  await real.node.startAgent();
   const pods = await waitForValue(podsOfApp, allRunning, 600_000, 1000, `${REPLICAS} pods of ${app} Running`);
   expect(pods.map((p) => p.spec?.nodeName)).toEqual(pods.map(() => nodeName));
   const uids = pods.map(uidOf);
 
   // Exactly one open lease per pod, as visibility lists them (it lags a moment behind).
   const open = await waitForValue(
-    () => leaseExecutions(temporal.client, temporal.taskQueue, { open: true }),
+    () => leaseExecutions(real.temporal.client, real.temporal.taskQueue, { open: true }),
     (rows) => uids.every((uid) => rows.some((r) => r.podUid === uid)),
     30_000,
     500,
@@ -109,7 +79,7 @@ test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, 
   // Each pod's podIPs are its lease's addresses, unique across pods, on eth0 in its sandbox.
   const leases = new Map<string, LeaseState>();
   for (const uid of uids) {
-    const handle = temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+    const handle = real.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
     leases.set(
       uid,
       await waitForValue(
@@ -123,7 +93,8 @@ test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, 
     const addresses = addressesOf(leases.get(uidOf(pod)));
     expect(addresses).toHaveLength(2); // the test pool is dual-stack
     expect(sorted((pod.status?.podIPs ?? []).map((p) => p.ip))).toEqual(sorted(addresses));
-    const [eth0] = await ipJson(await netnsOfPod(uidOf(pod)), ['addr', 'show', 'dev', 'eth0'], LinkSchema);
+    const { netns } = await sandboxNetns(real.node.real.containerd.ctr, uidOf(pod));
+    const [eth0] = await ipJson(netns, ['addr', 'show', 'dev', 'eth0'], LinkSchema);
     const onLink = (eth0?.addr_info ?? []).filter((a) => a.scope === 'global').map((a) => a.local);
     expect(sorted(onLink)).toEqual(sorted(addresses));
   }
@@ -140,7 +111,11 @@ test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, 
   expect(sorted(holding)).toEqual(sorted(expected));
 
   // Deleting the Deployment empties the table.
-  await apps.deleteNamespacedDeployment({ name: app, namespace, body: { propagationPolicy: 'Foreground' } });
+  await real.apps.deleteNamespacedDeployment({
+    name: app,
+    namespace,
+    body: { propagationPolicy: 'Foreground' },
+  });
   await waitForValue(podsOfApp, (left) => left.length === 0, 300_000, 1000, `pods of ${app} gone`);
   const table = await waitForValue(
     nodeTable,
@@ -153,5 +128,5 @@ test(`the agent SIGKILLed while ${REPLICAS} pods are placed: one lease per pod, 
 }, 1_200_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, REPLICAS + 1); // the leases and the node's workflow at least
+  await expectReplayed(real.temporal, REPLICAS + 1); // the leases and the node's workflow at least
 });

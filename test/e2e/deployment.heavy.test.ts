@@ -6,62 +6,38 @@
 // each pod's namespace, and a ping between two pods. Scaling to 0 must leave none of it.
 import { expectReplayed } from '../harness/replay';
 import { existsSync } from 'node:fs';
-import type { AppsV1Api, setHeaderOptions, V1Pod } from '@kubernetes/client-node' with {
-  'resolution-mode': 'import',
-};
+import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
-import { ipJson, runIn } from '../../kernel/ip';
+import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { type CoreApi } from '../../kubernetes/kube';
-import { netnsOf } from '../../tools/containerd';
 import { nodeStateQuery } from '../../workflows/node-messages';
-import { containersOfPod } from '../harness/real-node';
-import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { ping } from '../harness/netns';
+import { sandboxNetns } from '../harness/real-node';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import {
-  leaseOfPod,
-  sleepersDeployment,
-  startRealCluster,
-  onlyNode,
-  type RealCluster,
-  type RealClusterNode,
-} from '../harness/real-cluster';
+import { leaseOfPod, scaleDeployment, sleepersDeployment, useRealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 20;
 const nodeName = uniqueName('e2e-node');
 const namespace = 'default';
 const app = uniqueName('sleepers');
-let temporal: TestTemporal;
-let core: CoreApi;
-let apps: AppsV1Api;
-let mergePatch: ReturnType<typeof setHeaderOptions>;
+// NETLEASE_E2E_PRE_PRODUCE=0: the agent pre-produces nothing (every ADD takes the cold path).
+const real = useRealCluster({
+  prefix: 'e2e',
+  nodeNames: [nodeName],
+  preProduce: process.env.NETLEASE_E2E_PRE_PRODUCE !== '0',
+});
 
-let real: RealCluster;
-let node: RealClusterNode;
-beforeAll(async () => {
-  // NETLEASE_E2E_PRE_PRODUCE=0: the agent pre-produces nothing (every ADD takes the cold path).
-  real = await startRealCluster({
-    prefix: 'e2e',
-    nodeNames: [nodeName],
-    preProduce: process.env.NETLEASE_E2E_PRE_PRODUCE !== '0',
-  });
-  ({ temporal, core, apps } = real);
-  node = onlyNode(real);
-  // client-node 1.x would send a JSON patch; spec.replicas is a merge patch, as kubectl scale.
-  mergePatch = real.kube.kube.setHeaderOptions('Content-Type', real.kube.kube.PatchStrategy.MergePatch);
-}, 300_000);
-afterAll(() => real?.stop(), 180_000);
-
-const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
+const leaseOf = (uid: string) => leaseOfPod(real.temporal, uid);
 
 const nodeTable = async () =>
-  (await temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery)).tables[
-    temporal.taskQueue
+  (await real.temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery)).tables[
+    real.temporal.taskQueue
   ];
 
 const podsOfApp = async (): Promise<V1Pod[]> =>
-  (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+  (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
 
 const allRunning = (pods: V1Pod[]) =>
   pods.length === REPLICAS &&
@@ -71,37 +47,16 @@ const sorted = (values: string[]) => [...values].sort();
 const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
 const addressesOf = (lease: LeaseState | undefined) => (lease?.addresses ?? []).map((a) => a.address);
 
-const scaleTo = (replicas: number) =>
-  apps.patchNamespacedDeployment({ name: app, namespace, body: { spec: { replicas } } }, mergePatch);
-
-/** The sandbox's network namespace of each pod, reading containerd's containers once per pod. */
+/** The sandbox's network namespace of each pod. */
 async function netnsOfPods(uids: string[]): Promise<Map<string, string>> {
-  const ctr = node.real.containerd.ctr;
-  if (!ctr) throw new Error('no cluster');
   const found = new Map<string, string>();
-  for (const uid of uids) {
-    const sandboxes = (await containersOfPod(ctr, uid)).filter((c) => c.kind === 'sandbox');
-    if (sandboxes.length !== 1) throw new Error(`pod ${uid} has ${sandboxes.length} sandboxes, not 1`);
-    const netns = await netnsOf(ctr, sandboxes[0]?.id ?? '');
-    if (!netns) throw new Error(`pod ${uid}'s sandbox has no network namespace path`);
-    found.set(uid, netns);
-  }
+  for (const uid of uids) found.set(uid, (await sandboxNetns(real.node.real.containerd.ctr, uid)).netns);
   return found;
 }
 
-/** One echo from `from`'s namespace to `to`, retried to a deadline (a single echo may be lost). */
-const ping = (from: string, to: string) =>
-  waitForValue(
-    () => runIn(from, 'ping', ['-c', '1', '-W', '2', to]).catch((err: unknown) => String(err)),
-    (out) => /1 packets transmitted, 1 received/.test(out),
-    20_000,
-    500,
-    `ping ${to} from ${from}`,
-  );
-
 test(`a Deployment of ${REPLICAS} pods runs with its leases' addresses; scaled to 0 it leaves none`, async () => {
   const started = Date.now();
-  await apps.createNamespacedDeployment({
+  await real.apps.createNamespacedDeployment({
     namespace,
     body: sleepersDeployment(app, REPLICAS),
   });
@@ -151,7 +106,7 @@ test(`a Deployment of ${REPLICAS} pods runs with its leases' addresses; scaled t
   }
 
   // Scale to 0: the kubelet's DEL and the pod deletions release every lease.
-  await scaleTo(0);
+  await scaleDeployment(real, app, 0);
   await waitForValue(podsOfApp, (left) => left.length === 0, 300_000, 1000, `pods of ${app} gone`);
   for (const uid of uids) {
     const released = await waitForValue(
@@ -181,5 +136,5 @@ test(`a Deployment of ${REPLICAS} pods runs with its leases' addresses; scaled t
 }, 1_200_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, 21); // twenty leases and the node's workflow at least
+  await expectReplayed(real.temporal, 21); // twenty leases and the node's workflow at least
 });

@@ -10,57 +10,38 @@
 // pod ends Released, and the pods' addresses are their podIPs. Only the Kubernetes API drives the
 // workload.
 import { expectReplayed } from '../harness/replay';
-import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { addressOwnershipFindings } from '../../domain/address-ownership';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
-import { type CoreApi } from '../../kubernetes/kube';
 import { stopPid } from '../../tools/processes';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
-import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import {
-  leaseOfPod,
-  sleepersDeployment,
-  startRealCluster,
-  onlyNode,
-  type RealCluster,
-  type RealClusterNode,
-} from '../harness/real-cluster';
+import { leaseOfPod, sleepersDeployment, useRealCluster } from '../harness/real-cluster';
 
 const REPLICAS = 3;
 const nodeName = uniqueName('repl-node');
 const namespace = 'default';
 const app = uniqueName('replaced');
-let temporal: TestTemporal;
-let core: CoreApi;
-let apps: AppsV1Api;
+const real = useRealCluster({ prefix: 'replaced', nodeNames: [nodeName] });
 
-let real: RealCluster;
-let node: RealClusterNode;
-beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'replaced', nodeNames: [nodeName] });
-  ({ temporal, core, apps } = real);
-  node = onlyNode(real);
-}, 300_000);
-afterAll(() => real?.stop(), 180_000);
-
-const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
+const leaseOf = (uid: string) => leaseOfPod(real.temporal, uid);
 
 const nodeState = (): Promise<NodeState> =>
-  temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery);
+  real.temporal.client.workflow.getHandle(nodeWorkflowId(nodeName)).query(nodeStateQuery);
 
 /** The Node's UID now, '' while there is none. */
 const nodeUid = async (): Promise<string> => {
   try {
-    return (await core.readNode({ name: nodeName })).metadata?.uid ?? '';
+    return (await real.core.readNode({ name: nodeName })).metadata?.uid ?? '';
   } catch {
     return '';
   }
 };
 
 const podsOfApp = async (of = app): Promise<V1Pod[]> =>
-  (await core.listNamespacedPod({ namespace, labelSelector: `app=${of}` })).items;
+  (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${of}` })).items;
 
 const sorted = (values: string[]) => [...values].sort();
 const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
@@ -108,7 +89,7 @@ function expectTableHeldBy(state: NodeState, leases: Map<string, LeaseState>): v
   expect(addressOwnershipFindings([{ node: nodeName, tables: state.tables }]).map((f) => f.message)).toEqual(
     [],
   );
-  const table = state.tables[temporal.taskQueue];
+  const table = state.tables[real.temporal.taskQueue];
   const owners = Object.fromEntries(
     Object.values(table?.allocations ?? {}).map(({ address, owner }) => [address, owner]),
   );
@@ -120,16 +101,16 @@ function expectTableHeldBy(state: NodeState, leases: Map<string, LeaseState>): v
 
 test('the Node object deleted and registered again while its pods run: they keep their leases and addresses', async () => {
   const living = uniqueName('living');
-  await apps.createNamespacedDeployment({ namespace, body: sleepersDeployment(living, REPLICAS) });
+  await real.apps.createNamespacedDeployment({ namespace, body: sleepersDeployment(living, REPLICAS) });
   const before = await runningPods([], living);
   const oldNode = await nodeUid();
   expectTableHeldBy(await waitForValue(nodeState, (s) => s.incarnation === oldNode, 60_000), before.leases);
 
   // The kubelet restarts inside the pod GC's quarantine, the Node object deleted meanwhile: it
   // registers the Node again (a new UID), and the pods, still bound to the name, run on.
-  await node.real.stopKubelet();
-  await core.deleteNode({ name: nodeName });
-  await node.real.startKubelet();
+  await real.node.real.stopKubelet();
+  await real.core.deleteNode({ name: nodeName });
+  await real.node.real.startKubelet();
   const newNode = await waitForValue(
     nodeUid,
     (uid) => uid !== '' && uid !== oldNode,
@@ -150,11 +131,11 @@ test('the Node object deleted and registered again while its pods run: they keep
     expect(addressesOf(after.leases.get(uid))).toEqual(addressesOf(lease));
   expectPodIpsAreLeases(after.pods, after.leases);
   expectTableHeldBy(adopted, after.leases);
-  const table = adopted.tables[temporal.taskQueue];
+  const table = adopted.tables[real.temporal.taskQueue];
   expect(Object.values(table?.allocations ?? {}).every((a) => a.incarnation === newNode)).toBe(true);
 
   // Done with them: scaled away, every lease is released through the usual path.
-  await apps.deleteNamespacedDeployment({ namespace, name: living });
+  await real.apps.deleteNamespacedDeployment({ namespace, name: living });
   for (const uid of before.leases.keys())
     await waitForValue(
       () => leaseOf(uid),
@@ -164,7 +145,7 @@ test('the Node object deleted and registered again while its pods run: they keep
 }, 900_000);
 
 test('a node replaced under the same name: old leases compensated once their pods are gone, new pods addressed once each', async () => {
-  await apps.createNamespacedDeployment({
+  await real.apps.createNamespacedDeployment({
     namespace,
     body: sleepersDeployment(app, REPLICAS),
   });
@@ -178,10 +159,10 @@ test('a node replaced under the same name: old leases compensated once their pod
 
   // The node goes down (its containers keep running, as a powered-off node's state is unknown),
   // and the Node is deleted.
-  if (node.agent) await stopPid(node.agent.pid);
-  node.agent = undefined;
-  await node.real.stopKubelet();
-  await core.deleteNode({ name: nodeName });
+  if (real.node.agent) await stopPid(real.node.agent.pid);
+  real.node.agent = undefined;
+  await real.node.real.stopKubelet();
+  await real.core.deleteNode({ name: nodeName });
 
   // The pod garbage collector deletes pods bound to a Node that is gone (after its 40 s
   // quarantine). Release follows the pod: until then their leases are kept.
@@ -210,12 +191,12 @@ test('a node replaced under the same name: old leases compensated once their pod
     // By the watcher (the pod GC marks the pod Failed, then deletes it) or by the compensation.
     expect(lease?.releaseReason).toMatch(new RegExp(`is Failed|no longer exists|incarnation ${oldNode}`));
   }
-  expect(retired.tables[temporal.taskQueue]?.allocations ?? {}).toEqual({});
+  expect(retired.tables[real.temporal.taskQueue]?.allocations ?? {}).toEqual({});
 
   // The node comes back under the same name: a new incarnation, where the replacements run. Every
   // old lease was Released above, so an old address a new pod gets was free when it got it.
-  await node.real.startKubelet();
-  await node.startAgent();
+  await real.node.real.startKubelet();
+  await real.node.startAgent();
   const newNode = await waitForValue(
     nodeUid,
     (uid) => uid !== '' && uid !== oldNode,
@@ -232,5 +213,5 @@ test('a node replaced under the same name: old leases compensated once their pod
 }, 1_200_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, 8); // the leases of both tests and the node's workflow
+  await expectReplayed(real.temporal, 8); // the leases of both tests and the node's workflow
 });

@@ -5,70 +5,53 @@
 // released on its way to Running, and no address is ever listed by two pods or two open leases
 // (sampled every ~200 ms throughout). Only the Kubernetes API drives the workload.
 import { expectReplayed } from '../harness/replay';
-import type { AppsV1Api, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { type CoreApi } from '../../kubernetes/kube';
 import { knownLeases } from '../../temporal/visibility';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { sampleAddresses, type AddressReaders, type AddressRound } from '../harness/address-samples';
 import { sandboxNetns } from '../harness/real-node';
-import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import {
-  leaseOfPod,
-  startRealCluster,
-  onlyNode,
-  type RealCluster,
-  type RealClusterNode,
-} from '../harness/real-cluster';
+import { leaseOfPod, useRealCluster } from '../harness/real-cluster';
 
 const RECONCILE_SECONDS = 2;
 const namespace = 'default';
 const app = 'web';
 const nodeName = uniqueName('sts-node');
-let temporal: TestTemporal;
-let core: CoreApi;
-let apps: AppsV1Api;
+const real = useRealCluster({
+  prefix: 'sts',
+  nodeNames: [nodeName],
+  reconcileIntervalSeconds: RECONCILE_SECONDS,
+});
 
-let real: RealCluster;
-let node: RealClusterNode;
-beforeAll(async () => {
-  real = await startRealCluster({
-    prefix: 'sts',
-    nodeNames: [nodeName],
-    reconcileIntervalSeconds: RECONCILE_SECONDS,
-  });
-  ({ temporal, core, apps } = real);
-  node = onlyNode(real);
-}, 300_000);
-afterAll(() => real?.stop(), 180_000);
-
-const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
+const leaseOf = (uid: string) => leaseOfPod(real.temporal, uid);
 
 const sorted = (values: string[]) => [...values].sort();
 const podIps = (pod: V1Pod | undefined) => sorted((pod?.status?.podIPs ?? []).map((p) => p.ip));
-const listPods = async () => (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+const listPods = async () =>
+  (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
 const named = (pods: V1Pod[], name: string) => pods.find((p) => p.metadata?.name === name);
 
 const readers: AddressReaders = {
   pods: listPods,
   async openLeases() {
-    const open = await knownLeases(temporal.client, temporal.taskQueue);
+    const open = await knownLeases(real.temporal.client, real.temporal.taskQueue);
     const states = await Promise.all(open.map((l) => leaseOf(l.podUid)));
     return new Map(open.map((l, i) => [l.workflowId, states[i]]));
   },
   async nodeTables() {
-    const handle = temporal.client.workflow.getHandle(nodeWorkflowId(nodeName));
+    const handle = real.temporal.client.workflow.getHandle(nodeWorkflowId(nodeName));
     return [{ node: nodeName, tables: (await handle.query(nodeStateQuery)).tables }];
   },
 };
 
 /** A 3-replica StatefulSet of sleeping busybox pods; its headless Service is not needed to run. */
 const createStatefulSet = () =>
-  apps.createNamespacedStatefulSet({
+  real.apps.createNamespacedStatefulSet({
     namespace,
     body: {
       metadata: { name: app },
@@ -93,8 +76,8 @@ const allRunning = (pods: V1Pod[]) =>
   pods.length === 3 && pods.every((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp);
 
 const reconcileRuns = async () =>
-  (await temporal.client.schedule.getHandle(reconcileScheduleId(temporal.taskQueue)).describe()).info
-    .numActionsTaken;
+  (await real.temporal.client.schedule.getHandle(reconcileScheduleId(real.temporal.taskQueue)).describe())
+    .info.numActionsTaken;
 
 /** A pod not being deleted whose lease is Released: what the seed did to a Pending pod. */
 async function releasedWhileLive(pods: V1Pod[]): Promise<string[]> {
@@ -143,7 +126,7 @@ test('web-0 recreated by the StatefulSet controller keeps its new lease while Pe
   const runsBefore = await reconcileRuns();
   const web0 = watchNewWeb0(oldUid);
   started = Date.now();
-  await core.deleteNamespacedPod({ name: 'web-0', namespace }); // graceful, the pod's own grace
+  await real.core.deleteNamespacedPod({ name: 'web-0', namespace }); // graceful, the pod's own grace
   const sampled = await sampleAddresses(readers, web0.observe, web0.done, { timeoutMs: 180_000 });
   process.stdout.write(
     `statefulset: new web-0 Running ${Date.now() - started} ms after the delete; ${sampled.rounds} rounds; seen ${web0.seen.join(' → ')}\n`,
@@ -175,7 +158,7 @@ test('web-0 recreated by the StatefulSet controller keeps its new lease while Pe
   expect(pod?.metadata?.uid).toBe(newUid);
   expect(podIps(pod)).toEqual(addresses);
 
-  const ctr = node.real.containerd.ctr;
+  const ctr = real.node.real.containerd.ctr;
   if (!ctr) throw new Error('no cluster');
   const { netns } = await sandboxNetns(ctr, newUid);
   const [eth0] = await ipJson(netns, ['addr', 'show', 'dev', 'eth0'], LinkSchema);
@@ -184,5 +167,5 @@ test('web-0 recreated by the StatefulSet controller keeps its new lease while Pe
 }, 600_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, 5); // four leases (web-0 twice) and the node's workflow at least
+  await expectReplayed(real.temporal, 5); // four leases (web-0 twice) and the node's workflow at least
 });

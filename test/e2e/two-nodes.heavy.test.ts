@@ -9,28 +9,25 @@
 // routing decision for a pod address leads into its node's host namespace, for an address no node
 // holds nowhere (read from the routing table: a packet would leave the machine without the fix).
 import { expectReplayed } from '../harness/replay';
-import type { AppsV1Api, setHeaderOptions, V1Deployment, V1Pod } from '@kubernetes/client-node' with {
-  'resolution-mode': 'import',
-};
+import type { V1Deployment, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { addressOwnershipFindings } from '../../domain/address-ownership';
 import { formatAddress, lastAddress, parsePrefix } from '../../domain/cidr';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
-import { ipJson, IpError, runIn } from '../../kernel/ip';
+import { ipJson, IpError } from '../../kernel/ip';
 import { LinkSchema, RouteEntrySchema } from '../../kernel/links';
-import { type CoreApi } from '../../kubernetes/kube';
 import { HOST_LINK, machineLinkOf } from '../../tools/node-reach';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
-import { hostEnds } from '../harness/netns';
+import { hostEnds, ping } from '../harness/netns';
 import { sandboxNetns } from '../harness/real-node';
-import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import {
   leaseOfPod,
   probedDeployment,
+  scaleDeployment,
   sleepersDeployment,
-  startRealCluster,
-  type RealCluster,
+  useRealCluster,
   type RealClusterNode,
 } from '../harness/real-cluster';
 
@@ -40,18 +37,10 @@ const nodeNames: [string, string] = [uniqueName('two-a'), uniqueName('two-b')];
 const namespace = 'default';
 const app = uniqueName('spread');
 const probed = uniqueName('probed');
-let temporal: TestTemporal;
-let core: CoreApi;
-let apps: AppsV1Api;
-let mergePatch: ReturnType<typeof setHeaderOptions>;
-
-let real: RealCluster;
-beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'two', nodeNames, preProduce: true });
-  ({ temporal, core, apps } = real);
-  mergePatch = real.kube.kube.setHeaderOptions('Content-Type', real.kube.kube.PatchStrategy.MergePatch);
-}, 400_000);
-afterAll(() => real?.stop(), 240_000);
+const real = useRealCluster(
+  { prefix: 'two', nodeNames, preProduce: true },
+  { startMs: 400_000, stopMs: 240_000 },
+);
 
 const nodeOf = (name: string | undefined): RealClusterNode => {
   const found = real.nodes.find((n) => n.real.nodeName === name);
@@ -75,18 +64,18 @@ const spread = (deployment: V1Deployment): V1Deployment => {
 };
 
 const nodeState = (name: string): Promise<NodeState> =>
-  temporal.client.workflow.getHandle(nodeWorkflowId(name)).query(nodeStateQuery);
+  real.temporal.client.workflow.getHandle(nodeWorkflowId(name)).query(nodeStateQuery);
 
 const nodeUid = async (name: string): Promise<string> => {
   try {
-    return (await core.readNode({ name })).metadata?.uid ?? '';
+    return (await real.core.readNode({ name })).metadata?.uid ?? '';
   } catch {
     return '';
   }
 };
 
 const podsLabelled = async (label: string): Promise<V1Pod[]> =>
-  (await core.listNamespacedPod({ namespace, labelSelector: `app=${label}` })).items;
+  (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${label}` })).items;
 const podsOfApp = () => podsLabelled(app);
 
 const sorted = (values: string[]) => [...values].sort();
@@ -112,7 +101,7 @@ async function runningPods(
   const leases = new Map<string, LeaseState>();
   for (const pod of pods) {
     const lease = await waitForValue(
-      () => leaseOfPod(temporal, uidOf(pod)),
+      () => leaseOfPod(real.temporal, uidOf(pod)),
       (s) => s?.phase === 'Running',
       60_000,
     );
@@ -136,7 +125,10 @@ async function expectAddressedOnce(pods: V1Pod[], leases: Map<string, LeaseState
   expect(addressOwnershipFindings(states).map((f) => f.message)).toEqual([]);
   for (const state of states) {
     const owners = Object.fromEntries(
-      Object.values(state.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => [a.address, a.owner]),
+      Object.values(state.tables[real.temporal.taskQueue]?.allocations ?? {}).map((a) => [
+        a.address,
+        a.owner,
+      ]),
     );
     const expected = Object.fromEntries(
       pods
@@ -156,18 +148,8 @@ async function podNetns(pod: V1Pod, lease: LeaseState | undefined): Promise<stri
   return netns;
 }
 
-/** One echo from `from`'s namespace to `to`, retried to a deadline (a single echo may be lost). */
-const ping = (from: string, to: string) =>
-  waitForValue(
-    () => runIn(from, 'ping', ['-c', '1', '-W', '2', to]).catch((err: unknown) => String(err)),
-    (out) => /1 packets transmitted, 1 received/.test(out),
-    20_000,
-    500,
-    `ping ${to} from ${from}`,
-  );
-
 test('a Deployment spread over two real nodes: unique addresses, reachable across the nodes', async () => {
-  await apps.createNamespacedDeployment({ namespace, body: spread(sleepersDeployment(app, REPLICAS)) });
+  await real.apps.createNamespacedDeployment({ namespace, body: spread(sleepersDeployment(app, REPLICAS)) });
   const { pods, leases } = await runningPods(REPLICAS);
   for (const name of nodeNames)
     expect(pods.filter((p) => p.spec?.nodeName === name)).toHaveLength(REPLICAS / 2);
@@ -190,7 +172,7 @@ const isReady = (pod: V1Pod) =>
 test('a Deployment with HTTP readiness and TCP liveness probes is Ready within seconds on both nodes', async () => {
   const replicas = 4;
   const started = Date.now();
-  await apps.createNamespacedDeployment({ namespace, body: spread(probedDeployment(probed, replicas)) });
+  await real.apps.createNamespacedDeployment({ namespace, body: spread(probedDeployment(probed, replicas)) });
   const pods = await waitForValue(
     () => podsLabelled(probed),
     (ps) => ps.length === replicas && ps.every(isReady),
@@ -204,10 +186,7 @@ test('a Deployment with HTTP readiness and TCP liveness probes is Ready within s
   expect(pods.map((p) => p.status?.containerStatuses?.[0]?.restartCount)).toEqual(pods.map(() => 0));
 
   // Gone again, their addresses returned, before the next test counts what each node holds.
-  await apps.patchNamespacedDeployment(
-    { name: probed, namespace, body: { spec: { replicas: 0 } } },
-    mergePatch,
-  );
+  await scaleDeployment(real, probed, 0);
   await waitForValue(
     () => podsLabelled(probed),
     (left) => left.length === 0,
@@ -217,7 +196,7 @@ test('a Deployment with HTTP readiness and TCP liveness probes is Ready within s
   );
   for (const pod of pods)
     await waitForValue(
-      () => leaseOfPod(temporal, uidOf(pod)),
+      () => leaseOfPod(real.temporal, uidOf(pod)),
       (s) => s?.phase === 'Released',
       120_000,
     );
@@ -259,7 +238,7 @@ test("the machine routes each pod's addresses into its node's host namespace, an
   const held = await waitForValue(
     async () =>
       (await Promise.all(nodeNames.map(nodeState))).flatMap((s) =>
-        Object.keys(s.tables[temporal.taskQueue]?.allocations ?? {}),
+        Object.keys(s.tables[real.temporal.taskQueue]?.allocations ?? {}),
       ),
     (addresses) => addresses.length === REPLICAS * 2, // the probed pods' returned
     60_000,
@@ -288,7 +267,7 @@ test('a node replaced under the same name while the other serves: pods move, not
 
   const a = nodeOf(nameA);
   await a.goDown();
-  await core.deleteNode({ name: nameA });
+  await real.core.deleteNode({ name: nameA });
 
   // The pod GC deletes A's pods (after its quarantine) and the ReplicaSet's replacements run on B
   // (the only node), each with a lease of B. Release follows the pod: A's leases end as their
@@ -300,14 +279,14 @@ test('a node replaced under the same name while the other serves: pods move, not
     500,
     `incarnation ${oldNode} of ${nameA} compensated`,
   );
-  expect(retired.tables[temporal.taskQueue]?.allocations ?? {}).toEqual({});
+  expect(retired.tables[real.temporal.taskQueue]?.allocations ?? {}).toEqual({});
   // By the watcher (the pod GC marks the pod Failed, then deletes it) or by the compensation,
   // as in node-replaced: with netlease as pods the watcher may see the deletions first.
   for (const uid of oldOnA)
     expect(
       (
         await waitForValue(
-          () => leaseOfPod(temporal, uid),
+          () => leaseOfPod(real.temporal, uid),
           (s) => s?.phase === 'Released',
           60_000,
         )
@@ -326,10 +305,7 @@ test('a node replaced under the same name while the other serves: pods move, not
     500,
     `${nameA} back`,
   );
-  await apps.patchNamespacedDeployment(
-    { name: app, namespace, body: { spec: { replicas: GROWN } } },
-    mergePatch,
-  );
+  await scaleDeployment(real, app, GROWN);
   const grown = await runningPods(GROWN, oldOnA);
   expect(grown.pods.filter((p) => p.spec?.nodeName === nameA)).toHaveLength(GROWN - REPLICAS);
   await expectAddressedOnce(grown.pods, grown.leases);
@@ -344,18 +320,18 @@ test('a node replaced under the same name while the other serves: pods move, not
   );
 
   // Scale to 0: every lease Released and both nodes' tables empty.
-  await apps.patchNamespacedDeployment({ name: app, namespace, body: { spec: { replicas: 0 } } }, mergePatch);
+  await scaleDeployment(real, app, 0);
   await waitForValue(podsOfApp, (left) => left.length === 0, 300_000, 1000, `pods of ${app} gone`);
   for (const uid of [...grown.leases.keys()])
     await waitForValue(
-      () => leaseOfPod(temporal, uid),
+      () => leaseOfPod(real.temporal, uid),
       (s) => s?.phase === 'Released',
       120_000,
     );
   for (const name of nodeNames)
     await waitForValue(
       () => nodeState(name),
-      (s) => Object.keys(s.tables[temporal.taskQueue]?.allocations ?? {}).length === 0,
+      (s) => Object.keys(s.tables[real.temporal.taskQueue]?.allocations ?? {}).length === 0,
       60_000,
       500,
       `no allocation left on ${name}`,
@@ -363,5 +339,5 @@ test('a node replaced under the same name while the other serves: pods move, not
 }, 1_500_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, GROWN + REPLICAS / 2 + 2); // every pod's lease and the two nodes'
+  await expectReplayed(real.temporal, GROWN + REPLICAS / 2 + 2); // every pod's lease and the two nodes'
 });

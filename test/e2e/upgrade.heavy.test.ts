@@ -9,30 +9,21 @@
 // both nodes and leaves no netlease process.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AppsV1Api, V1Deployment, V1Pod } from '@kubernetes/client-node' with {
-  'resolution-mode': 'import',
-};
+import type { V1Deployment, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { addressOwnershipFindings } from '../../domain/address-ownership';
 import type { LeaseState } from '../../domain/lease';
 import { nodeWorkflowId } from '../../domain/ids';
-import { type CoreApi } from '../../kubernetes/kube';
 import { hostDirsOf } from '../../tools/cluster';
 import { RELEASE_NAMESPACE, type ChartValues } from '../../tools/in-cluster';
 import { ensureNetleaseImage, type NetleaseImage } from '../../tools/netlease-image';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { hostEnds } from '../harness/netns';
 import { expectReplayed } from '../harness/replay';
-import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import {
-  inClusterMode,
-  leaseOfPod,
-  sleepersDeployment,
-  startRealCluster,
-  type RealCluster,
-} from '../harness/real-cluster';
+import { inClusterMode, leaseOfPod, sleepersDeployment, useRealCluster } from '../harness/real-cluster';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const REPLICAS = 8;
@@ -41,19 +32,13 @@ const namespace = 'default';
 const app = uniqueName('churn');
 const inCluster = inClusterMode() ? test : test.skip;
 
-let real: RealCluster;
-let temporal: TestTemporal;
-let core: CoreApi;
-let apps: AppsV1Api;
-beforeAll(async () => {
-  if (!inClusterMode()) return;
-  real = await startRealCluster({ prefix: 'upgrade', nodeNames, preProduce: true });
-  ({ temporal, core, apps } = real);
-}, 400_000);
-afterAll(() => real?.stop(), 240_000);
+const real = useRealCluster(
+  { prefix: 'upgrade', nodeNames, preProduce: true },
+  { startMs: 400_000, stopMs: 240_000, enabled: inClusterMode() },
+);
 
 const podsOfApp = async (): Promise<V1Pod[]> =>
-  (await core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
+  (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
 const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
 const live = (p: V1Pod) => !p.metadata?.deletionTimestamp;
 const addressesOf = (lease: LeaseState | undefined) => (lease?.addresses ?? []).map((a) => a.address);
@@ -105,7 +90,7 @@ function churning(everyMs: number): { seen: Churn; stop(): Promise<Churn> } {
       }
       const victim = pods[round % Math.max(1, pods.length)];
       if (victim?.metadata?.name) {
-        await core.deleteNamespacedPod({ namespace, name: victim.metadata.name }).catch(() => undefined);
+        await real.core.deleteNamespacedPod({ namespace, name: victim.metadata.name }).catch(() => undefined);
         seen.deleted.add(uidOf(victim));
       }
       await new Promise((resolve) => setTimeout(resolve, everyMs));
@@ -130,7 +115,7 @@ const queuedDels = () =>
 
 /** The images the agent DaemonSet's and the control Deployment's pods run now (ready ones). */
 async function runningImages(): Promise<{ agent: string[]; control: string[] }> {
-  const pods = (await core.listNamespacedPod({ namespace: RELEASE_NAMESPACE })).items.filter(live);
+  const pods = (await real.core.listNamespacedPod({ namespace: RELEASE_NAMESPACE })).items.filter(live);
   const imagesOf = (label: string) =>
     pods
       .filter((p) => p.metadata?.labels?.app === label)
@@ -162,7 +147,7 @@ inCluster(
   async () => {
     const installed = real.installed;
     if (!installed) throw new Error('netlease is not installed as pods');
-    await apps.createNamespacedDeployment({ namespace, body: spreadDeployment() });
+    await real.apps.createNamespacedDeployment({ namespace, body: spreadDeployment() });
     await waitForValue(
       podsOfApp,
       (ps) => ps.filter((p) => p.status?.phase === 'Running').length === REPLICAS,
@@ -246,7 +231,7 @@ inCluster(
     );
     for (const pod of pods) {
       const lease = await waitForValue(
-        () => leaseOfPod(temporal, uidOf(pod)),
+        () => leaseOfPod(real.temporal, uidOf(pod)),
         (s) => s?.phase === 'Running',
         60_000,
       );
@@ -255,7 +240,7 @@ inCluster(
     // No DEL lost: each deleted pod's lease is Released, and the queues are empty.
     for (const uid of seen.deleted) {
       const lease = await waitForValue(
-        () => leaseOfPod(temporal, uid),
+        () => leaseOfPod(real.temporal, uid),
         (s) => s === undefined || s.phase === 'Released',
         120_000,
         500,
@@ -274,12 +259,12 @@ inCluster(
     const states = await Promise.all(
       nodeNames.map(async (node) => ({
         node,
-        ...(await temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery)),
+        ...(await real.temporal.client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery)),
       })),
     );
     expect(addressOwnershipFindings(states).map((f) => f.message)).toEqual([]);
     const held = states.flatMap((s) =>
-      Object.values(s.tables[temporal.taskQueue]?.allocations ?? {}).map((a) => a.address),
+      Object.values(s.tables[real.temporal.taskQueue]?.allocations ?? {}).map((a) => a.address),
     );
     expect(held.sort()).toEqual(pods.flatMap((p) => (p.status?.podIPs ?? []).map((i) => i.ip)).sort());
     for (const node of real.nodes) {
@@ -320,5 +305,5 @@ inCluster(
 );
 
 inCluster('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, 10);
+  await expectReplayed(real.temporal, 10);
 });

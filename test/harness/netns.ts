@@ -1,9 +1,10 @@
 // Network namespaces a test makes itself (host side and pods), removed in afterAll. Every link
 // and route a dataplane test touches lives in one of these, never in the machine's own.
 import { randomBytes } from 'node:crypto';
-import { ip, ipJson, netnsPath, runIn } from '../../kernel/ip';
+import { ip, ipJson, netnsPath, runIn, type Netns } from '../../kernel/ip';
 import { LinkSchema, routesOf, type Link, type RouteEntry } from '../../kernel/links';
 import { isHostLinkName } from '../../kernel/names';
+import { waitForValue } from './wait';
 
 export interface TestNetns {
   name: string;
@@ -66,3 +67,13 @@ export async function deleteAllNetns(): Promise<void> {
 
 /** Links named like netlease host ends (`nl` + 13 hex digits). */
 export const hostEnds = (links: Link[]): Link[] => links.filter((l) => isHostLinkName(l.ifname));
+
+/** An echo from `from` (a namespace's name or path) to `address`, retried to a deadline (one may be lost). */
+export const ping = (from: Netns, address: string, timeoutMs = 20_000): Promise<string> =>
+  waitForValue(
+    () => runIn(from, 'ping', ['-c', '1', '-W', '2', address]).catch((err: unknown) => String(err)),
+    (out) => /1 packets transmitted, 1 received/.test(out),
+    timeoutMs,
+    500,
+    `ping ${address} from ${from ?? "the machine's namespace"}`,
+  );

@@ -347,8 +347,84 @@ export const probedDeployment = (app: string, replicas: number): V1Deployment =>
 });
 
 /** The node of a one-node cluster. */
-export function onlyNode(real: RealCluster): RealClusterNode {
+function onlyNode(real: RealCluster): RealClusterNode {
   const [node, ...more] = real.nodes;
   if (!node || more.length) throw new Error(`the cluster has ${real.nodes.length} nodes, not 1`);
   return node;
+}
+
+/** The real cluster as a test file uses it: with the node of a one-node cluster. */
+export interface UsedRealCluster extends RealCluster {
+  /** The only node (throws for a cluster of two). */
+  readonly node: RealClusterNode;
+}
+
+/**
+ * The test file's real cluster: started in its beforeAll and stopped in its afterAll. Its parts
+ * are read through the object returned, from the tests (reading one before beforeAll ran throws).
+ * `enabled: false` starts nothing (a file whose tests are skipped in this mode).
+ */
+export function useRealCluster(
+  options: RealClusterOptions,
+  {
+    startMs = 300_000,
+    stopMs = 180_000,
+    enabled = true,
+  }: { startMs?: number; stopMs?: number; enabled?: boolean } = {},
+): UsedRealCluster {
+  let started: RealCluster | undefined;
+  beforeAll(async () => {
+    if (enabled) started = await startRealCluster(options);
+  }, startMs);
+  afterAll(() => started?.stop(), stopMs);
+  const real = (): RealCluster => {
+    if (!started) throw new Error(`the real cluster ${options.prefix} is used before its beforeAll ran`);
+    return started;
+  };
+  return {
+    get dir() {
+      return real().dir;
+    },
+    get temporal() {
+      return real().temporal;
+    },
+    get cluster() {
+      return real().cluster;
+    },
+    get kube() {
+      return real().kube;
+    },
+    get core() {
+      return real().core;
+    },
+    get apps() {
+      return real().apps;
+    },
+    get pool() {
+      return real().pool;
+    },
+    get nodes() {
+      return real().nodes;
+    },
+    get installed() {
+      return real().installed;
+    },
+    get node() {
+      return onlyNode(real());
+    },
+    stop: () => real().stop(),
+  };
+}
+
+/** Scales a Deployment as `kubectl scale` does: a merge patch of spec.replicas. */
+export async function scaleDeployment(
+  real: RealCluster,
+  name: string,
+  replicas: number,
+  namespace = 'default',
+): Promise<void> {
+  // client-node 1.x would send a JSON patch without the header.
+  const { kube } = real.kube;
+  const mergePatch = kube.setHeaderOptions('Content-Type', kube.PatchStrategy.MergePatch);
+  await real.apps.patchNamespacedDeployment({ name, namespace, body: { spec: { replicas } } }, mergePatch);
 }

@@ -23,8 +23,12 @@ export const cniPaths = (taskQueue: string) => ({
   deleteQueue: join(tmpdir(), 'netlease-test', taskQueue, 'del-queue'),
 });
 
-/** The CNI API the static shim talks to, served in this process for the file's task queue. */
+/**
+ * The CNI API the static shim talks to, served in this process for the file's task queue. Its
+ * calls connect as the agent's do (a NativeConnection): the test's Core runtime is installed first.
+ */
 export function serveTestCniApi(taskQueue: string, held: HeldOffers = {}): Promise<CniApi> {
+  quietRuntime();
   return serveCniApi({ ...cniPaths(taskQueue), held });
 }
 

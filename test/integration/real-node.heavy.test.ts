@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { ipJson } from '../../kernel/ip';
 import { findLink, LinkSchema, RouteEntrySchema } from '../../kernel/links';
-import { isNotFound, type CoreApi } from '../../kubernetes/kube';
-import { type LocalCluster } from '../../tools/cluster';
+import { isNotFound } from '../../kubernetes/kube';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { isAlive, stopPid } from '../../tools/processes';
 import { netnsOf, shimsOf, type Containerd } from '../../tools/containerd';
@@ -20,35 +19,18 @@ import { RECORD_DIR } from '../../tools/machine-routes';
 import { mountsUnder } from '../../tools/mounts';
 import { containersOfPod, runningOfPod, sandboxNetns, taskPid } from '../harness/real-node';
 import { hostEnds } from '../harness/netns';
-import { uniqueName, type TestTemporal } from '../harness/temporal';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import {
-  leaseOfPod,
-  startRealCluster,
-  onlyNode,
-  type RealCluster,
-  type RealClusterNode,
-} from '../harness/real-cluster';
+import { leaseOfPod, useRealCluster } from '../harness/real-cluster';
 
 const nodeName = uniqueName('real-node');
 const namespace = 'default';
-let temporal: TestTemporal;
-let cluster: LocalCluster;
-let core: CoreApi;
+const real = useRealCluster({ prefix: 'real-node', nodeNames: [nodeName] });
 
-let real: RealCluster;
-let node: RealClusterNode;
-beforeAll(async () => {
-  real = await startRealCluster({ prefix: 'real-node', nodeNames: [nodeName] });
-  ({ temporal, cluster, core } = real);
-  node = onlyNode(real);
-}, 300_000);
-afterAll(() => real?.stop(), 180_000);
-
-const leaseOf = (uid: string) => leaseOfPod(temporal, uid);
+const leaseOf = (uid: string) => leaseOfPod(real.temporal, uid);
 
 const readPod = (name: string): Promise<V1Pod | undefined> =>
-  core.readNamespacedPod({ name, namespace }).catch((err: unknown) => {
+  real.core.readNamespacedPod({ name, namespace }).catch((err: unknown) => {
     if (isNotFound(err)) return undefined;
     throw err;
   });
@@ -57,7 +39,7 @@ const sorted = (values: string[]) => [...values].sort();
 
 /** A busybox pod that sleeps; the scheduler picks its node. */
 const createBusybox = (name: string) =>
-  core.createNamespacedPod({
+  real.core.createNamespacedPod({
     namespace,
     body: {
       metadata: { name },
@@ -99,7 +81,7 @@ test('a pod the scheduler puts on the real node runs with its lease addresses; d
 
   // The namespace the runtime made: the lease attached there, eth0 carries the addresses, and
   // the workload container (not only the sandbox) lives in it.
-  const ctr = node.real.containerd.ctr;
+  const ctr = real.node.real.containerd.ctr;
   if (!ctr) throw new Error('no cluster');
   const { netns } = await sandboxNetns(ctr, uid);
   expect(lease?.attachments.map((a) => [a.netns, a.ifName, a.status])).toEqual([[netns, 'eth0', 'active']]);
@@ -111,7 +93,7 @@ test('a pod the scheduler puts on the real node runs with its lease addresses; d
   expect(statSync(`/proc/${await taskPid(ctr, main.id)}/ns/net`).ino).toBe(statSync(netns).ino);
 
   // A graceful deletion: the kubelet stops the pod, its sandbox's CNI DEL and the deletion end the lease.
-  await core.deleteNamespacedPod({ name, namespace });
+  await real.core.deleteNamespacedPod({ name, namespace });
   const released = await waitForValue(
     () => leaseOf(uid),
     (s) => s?.phase === 'Released',
@@ -152,18 +134,18 @@ test('a node rebooted with a pod on it: the new sandbox holds the lease, the old
     (s) => s?.phase === 'Running',
     60_000,
   );
-  const old = await sandboxNetns(node.real.containerd.ctr, uid);
+  const old = await sandboxNetns(real.node.real.containerd.ctr, uid);
 
   // Power off: every process of the node dies (the agent too) and /run is emptied; containerd's
   // and the kubelet's records on disk stay. Then the node boots and its agent starts again.
-  if (node.agent) await stopPid(node.agent.pid);
-  node.agent = undefined;
-  await node.real.reboot();
-  await node.startAgent();
+  if (real.node.agent) await stopPid(real.node.agent.pid);
+  real.node.agent = undefined;
+  await real.node.real.reboot();
+  await real.node.startAgent();
 
   // The kubelet tears the dead sandbox down (a CNI DEL, its namespace gone) and gives the pod a
   // new one (a CNI ADD): the same lease and addresses, and only the new sandbox's attachment.
-  const ctr = node.real.containerd.ctr;
+  const ctr = real.node.real.containerd.ctr;
   const fresh = await waitForValue(
     () => runningSandbox(ctr, uid),
     (found) => found !== undefined && found.sandbox !== old.sandbox,
@@ -191,12 +173,16 @@ test('a node rebooted with a pod on it: the new sandbox holds the lease, the old
   );
   // The host side: one host end, the new one, and each address routed to it.
   const host = after?.attachments[0]?.links?.host.name;
-  expect(hostEnds(await ipJson(node.hostNetns, ['addr', 'show'], LinkSchema)).map((l) => l.ifname)).toEqual([
-    host,
-  ]);
+  expect(
+    hostEnds(await ipJson(real.node.hostNetns, ['addr', 'show'], LinkSchema)).map((l) => l.ifname),
+  ).toEqual([host]);
   for (const address of addresses) {
     const family = address.includes(':') ? 6 : 4;
-    const routes = await ipJson(node.hostNetns, [`-${family}`, 'route', 'show', address], RouteEntrySchema);
+    const routes = await ipJson(
+      real.node.hostNetns,
+      [`-${family}`, 'route', 'show', address],
+      RouteEntrySchema,
+    );
     expect(routes.map((r) => r.dev)).toEqual([host]);
   }
   const pod = await waitForValue(
@@ -206,7 +192,7 @@ test('a node rebooted with a pod on it: the new sandbox holds the lease, the old
   );
   expect(sorted((pod?.status?.podIPs ?? []).map((p) => p.ip))).toEqual(sorted(addresses));
 
-  await core.deleteNamespacedPod({ name, namespace });
+  await real.core.deleteNamespacedPod({ name, namespace });
   const released = await waitForValue(
     () => leaseOf(uid),
     (s) => s?.phase === 'Released',
@@ -216,27 +202,27 @@ test('a node rebooted with a pod on it: the new sandbox holds the lease, the old
 }, 600_000);
 
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(temporal, 3); // the pods' leases and the node's workflow at least
+  await expectReplayed(real.temporal, 3); // the pods' leases and the node's workflow at least
 });
 
 test('stopping the cluster with a pod running leaves no process, shim, mount or namespace of it', async () => {
-  const agent = node.agent;
-  if (!cluster || !agent) throw new Error('no cluster');
+  const agent = real.node.agent;
+  if (!agent) throw new Error('no agent');
   const name = uniqueName('left');
   const uid = (await createBusybox(name)).metadata?.uid ?? '';
   await untilRunning(name);
-  const { netns } = await sandboxNetns(node.real.containerd.ctr, uid);
+  const { netns } = await sandboxNetns(real.node.real.containerd.ctr, uid);
   expect(mountsUnder(netns)).toEqual([netns]); // the runtime's namespace, bind-mounted
   await stopPid(agent.pid);
-  node.agent = undefined;
-  await cluster.stop();
-  expect(cluster.processes.filter((p) => isAlive(p.pid)).map((p) => p.pid)).toEqual([]);
-  expect(shimsOf(node.real.containerd.socket)).toEqual([]);
+  real.node.agent = undefined;
+  await real.cluster.stop();
+  expect(real.cluster.processes.filter((p) => isAlive(p.pid)).map((p) => p.pid)).toEqual([]);
+  expect(shimsOf(real.node.real.containerd.socket)).toEqual([]);
   expect(mountsUnder(real.dir)).toEqual([]);
   expect(existsSync(netns)).toBe(false);
   // Nor anything in the machine's namespace (tools/node-reach): its link into the node's host
   // namespace (the pod's route went with it), the pool's routes, the record, the route monitor.
-  expect(await findLink(undefined, node.reach.link)).toBeUndefined();
+  expect(await findLink(undefined, real.node.reach.link)).toBeUndefined();
   for (const cidr of real.pool.cidrs)
     expect(
       await ipJson(
@@ -245,5 +231,5 @@ test('stopping the cluster with a pod running leaves no process, shim, mount or 
         RouteEntrySchema,
       ),
     ).toEqual([]);
-  expect(existsSync(join(RECORD_DIR, `${node.reach.link}.json`))).toBe(false);
+  expect(existsSync(join(RECORD_DIR, `${real.node.reach.link}.json`))).toBe(false);
 }, 300_000);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 const testRoot = join(__dirname, '..', '..', '..', 'test');
 const RUNS_WORKFLOWS =
-  /withControlWorker\(|Scenario\.create\(|workflowTestEnv\(|runControlWorker\(|startControlProcess\(/;
+  /withControlWorker\(|Scenario\.create\(|workflowTestEnv\(|runControlWorker\(|startControlProcess\(|useRealCluster\(/;
 
 const files = ['integration', 'scenario', 'workflow', 'e2e'].flatMap((dir) =>
   readdirSync(join(testRoot, dir))

@@ -23,7 +23,7 @@ export const NODE_AGENT_POLLING = {
   activityTaskPollerBehavior: { type: 'simple-maximum', maximum: 1 },
 } satisfies Partial<WorkerOptions>;
 
-/** The worker on `connection` (made here when not given; either way closed by `close`). */
+/** The worker on `given` (its owner closes it), or on a connection made here and closed by `close`. */
 export async function createNodeAgent(
   config: NodeAgentConfig,
   activities: DataplaneActivities,
@@ -40,5 +40,8 @@ export async function createNodeAgent(
     ...NODE_AGENT_POLLING,
     shutdownGraceTime: '10 seconds',
   });
-  return { worker, nodeName, taskQueue, close: () => connection.close() };
+  const close = async () => {
+    if (!given) await connection.close();
+  };
+  return { worker, nodeName, taskQueue, close };
 }

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { NamespaceNotFoundError } from '@temporalio/common';
 import { OfferBook } from './offers';
-import { sharedClient } from './temporal-clients';
+import { clientFor, connectionFor } from './temporal-clients';
 import {
   ConfigError,
   NodeAgentConfigSchema,
@@ -24,7 +24,6 @@ import { serveMetrics, type MetricsServer } from '../../observability/metrics-se
 import { installRuntime } from '../../observability/runtime';
 import { serveCniApi, type HeldOffers } from './cni-api';
 import { configPath, loadConfigFile, preProduceAgreement } from '../config-file';
-import { connectWorkerConnection } from '../../temporal/connection';
 import { createNodeAgent, type NodeAgent } from './dataplane-worker';
 import { startPreProducing, type PreProducer } from './pre-produce';
 
@@ -33,6 +32,8 @@ const bootLog = createLog('node-agent');
 /** The first wait before connecting again, and the longest: Temporal may be away for long. */
 const CONNECT_FIRST_WAIT_MS = 500;
 const CONNECT_LONGEST_WAIT_MS = 10_000;
+/** The agent's own connect (its worker, pre-producer and offers); a CNI call's has the call's budget. */
+const CONNECT_TIMEOUT_MS = 30_000;
 
 async function main(): Promise<void> {
   const path = configPath(process.argv, 'NETLEASE_NODE_AGENT_CONFIG', 'node-agent');
@@ -90,22 +91,24 @@ async function serve(config: NodeAgentConfig, connected: Connected, held: HeldOf
   offers?.close();
 }
 
-/** The worker first: its native connection fails at once when nothing listens. */
+/**
+ * The connection first (it fails at once when nothing listens): the worker polls on it and the
+ * pre-producer and offers call through it, as the CNI calls do (one connection per process).
+ */
 async function connectToTemporal(
   config: NodeAgentConfig & { nodeName: string },
   dataplane: Omit<DataplaneActivities, 'revokeOffer'>,
   log: Log,
 ): Promise<Connected> {
-  const connection = await connectWorkerConnection(config.temporal);
+  const connection = await connectionFor(config.temporal, CONNECT_TIMEOUT_MS);
   let offers: OfferBook | undefined;
   try {
-    const client = config.preProduce ? await sharedClient(config.temporal) : undefined;
+    const client = config.preProduce ? await clientFor(config.temporal, CONNECT_TIMEOUT_MS) : undefined;
     offers = await offersFor(config, client, dataplane, log);
     const activities = { ...dataplane, ...offerActivities(offers) };
     return { agent: await createNodeAgent(config, activities, connection), client, offers };
   } catch (err) {
     offers?.close();
-    await connection.close();
     throw err;
   }
 }

@@ -6,7 +6,7 @@ import { createControlActivities } from '../../activities/control';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { connectKube } from '../../kubernetes/kube';
 import type { NetleaseConfig } from '../../domain/config';
-import { connectClient, connectWorkerConnection } from '../../temporal/connection';
+import { clientOn, connectWorkerConnection } from '../../temporal/connection';
 import { configurePoolWorkflows, openPoolWorkflows } from '../../temporal/pools';
 import { silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
@@ -32,15 +32,16 @@ export async function createControlWorker(
   log: Log = silentLog(),
 ): Promise<ControlWorker> {
   const { namespace, taskQueue } = config.temporal;
-  const nativeConnection = await connectWorkerConnection(config.temporal);
-  const client = await connectClient(config.temporal);
+  // One connection: the Worker polls on it and every call of this process goes through it.
+  const connection = await connectWorkerConnection(config.temporal);
+  const client = clientOn(connection, config.temporal);
   const { kubernetes } = config;
   const kube = kubernetes ? await connectKube(kubernetes.kubeconfig, kubernetes.timeouts) : undefined;
   const reader = kube ? new ClusterReader(kube.core, kube.timeouts) : undefined;
   // Before any ADD: the node agents refuse a pool with no open pool workflow (temporal/pools).
   await openPoolWorkflows(client, config);
   const worker = await Worker.create({
-    connection: nativeConnection,
+    connection,
     namespace,
     taskQueue,
     workflowBundle: prebuiltBundle(),
@@ -88,8 +89,7 @@ export async function createControlWorker(
     quiesce,
     async close() {
       await quiesce();
-      await client.connection.close();
-      await nativeConnection.close();
+      await connection.close();
     },
   };
 }
