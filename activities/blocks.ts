@@ -1,7 +1,7 @@
 // Blocks for node incarnations, from the pool workflow. Hand-outs go as batches (one update in
 // flight per pool and control worker, activities/update-batches): many nodes asking at once (a
 // cluster coming up) would otherwise pass the server's 10 in-flight updates on the one pool
-// workflow and be refused and retried with back-off (README, "Scale").
+// workflow and be refused and retried with back-off (docs/benchmarks.md, "Scale").
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';

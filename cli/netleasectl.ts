@@ -13,7 +13,7 @@ import { nodesCommand, poolsCommand } from './nodes';
 import { releaseCommand } from './release';
 import { retryCommand } from './retry';
 
-const COMMANDS: Record<string, (line: CommandLine) => Run> = {
+export const COMMANDS: Record<string, (line: CommandLine) => Run> = {
   leases: leasesCommand,
   lease: leaseCommand,
   ip: ipCommand,

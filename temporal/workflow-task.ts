@@ -39,8 +39,8 @@ async function lastTaskFailure(client: Client, workflowId: string, runId: string
   return failure?.message || 'no failure recorded in the last 100 events';
 }
 
-/** What an operator does about it (README: "A lease that does not move"). */
+/** What an operator does about it (docs/operating.md: "A lease that does not move"). */
 export const FAILING_TASK_REMEDY =
   'fix the cause (a worker that cannot run this workflow: deploy one that can), or reset the run to ' +
   'its last good workflow task: temporal workflow reset --workflow-id <id> --type LastWorkflowTask ' +
-  '--reason <why> (README: "A lease that does not move")';
+  '--reason <why> (docs/operating.md: "A lease that does not move")';

@@ -23,6 +23,7 @@ import {
   type ClusterRun,
   type InClusterRun,
 } from './start-cluster';
+import { parseStartFlags, type StartFlags } from './start-flags';
 import { supervise, type Supervised } from './supervise';
 import { runBootstrap } from './set-up';
 import { startDevServer } from './temporal-server';
@@ -35,36 +36,8 @@ const root = join(__dirname, '..', '..');
 const stateDir = process.env.NETLEASE_STATE_DIR ?? join(root, '.netlease');
 const pidFile = join(stateDir, 'pids.json');
 
-interface StartFlags {
-  cluster: boolean;
-  /** Real nodes of the cluster (`--nodes 2`). */
-  nodes: 1 | 2;
-  /** The dev server (default) or the Temporal server on PostgreSQL. */
-  temporal: 'dev' | 'production';
-  /** netlease installed as pods by its Helm chart (`--in-cluster`), not run as host processes. */
-  inCluster: boolean;
-}
-
-function parseFlags(args: string[]): StartFlags {
-  const usage = 'known: --cluster, --cluster --nodes 2, --cluster --in-cluster, --temporal dev|production';
-  const flags: StartFlags = { cluster: false, nodes: 1, temporal: 'dev', inCluster: false };
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === '--cluster') flags.cluster = true;
-    else if (arg === '--in-cluster') flags.inCluster = true;
-    else if (arg === '--nodes' && (args[i + 1] === '1' || args[i + 1] === '2'))
-      flags.nodes = args[++i] === '2' ? 2 : 1;
-    else if (arg === '--temporal' && (args[i + 1] === 'dev' || args[i + 1] === 'production'))
-      flags.temporal = args[++i] === 'production' ? 'production' : 'dev';
-    else throw new Error(`unknown argument ${args.slice(i).join(' ')} (${usage})`);
-  }
-  if (flags.nodes === 2 && !flags.cluster) throw new Error(`--nodes needs --cluster (${usage})`);
-  if (flags.inCluster && !flags.cluster) throw new Error(`--in-cluster needs --cluster (${usage})`);
-  return flags;
-}
-
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2));
+  const flags = parseStartFlags(process.argv.slice(2));
   mkdirSync(stateDir, { recursive: true });
   refuseSecondRun();
   await stopLeftovers(pidFile);
@@ -278,7 +251,7 @@ function refuseSecondRun(): void {
   );
 }
 
-/** `.netlease/bin/temporal` → the pinned CLI in the cache, so the README's commands have one path. */
+/** `.netlease/bin/temporal` → the pinned CLI in the cache, so the docs' commands have one path. */
 function linkCli(cli: string): string {
   const link = join(stateDir, 'bin', 'temporal');
   mkdirSync(dirname(link), { recursive: true });

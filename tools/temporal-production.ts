@@ -34,14 +34,14 @@ export interface ProductionTemporal extends TemporalServer {
 }
 
 /**
- * What netlease relies on beyond the defaults (README, Production). Updates, update-with-start
+ * What netlease relies on beyond the defaults (docs/production-temporal.md). Updates, update-with-start
  * and eager workflow start are on by default in 1.29.
  */
 export const PRODUCTION_DYNAMIC_CONFIG: Record<string, unknown> = {
   // produceAddresses runs on the worker that scheduled it, without a trip through matching.
   'system.enableActivityEagerExecution': true,
   // A node's task queue has one poller process: one partition, so no task waits on a partition
-  // that process is not polling (the control task queue may take more at scale: see README).
+  // that process is not polling (the control task queue may take more at scale: see docs/production-temporal.md).
   'matching.numTaskqueueReadPartitions': 1,
   'matching.numTaskqueueWritePartitions': 1,
   // The pod watcher lists a pod's leases for each event that may change them (about three per

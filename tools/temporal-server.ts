@@ -24,7 +24,7 @@ export interface DevServerOptions {
 const dynamicConfig = (values: Record<string, number | boolean>): string[] =>
   Object.entries(values).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${value}`]);
 
-/** Settings measured with `npm run bench` to shorten a CNI call's Temporal hops (README, Benchmark). */
+/** Settings measured with `npm run bench` to shorten a CNI call's Temporal hops (docs/benchmarks.md). */
 export const DEV_SERVER_TUNING = dynamicConfig({
   // history.maxInFlightUpdates stays at its default (10), as in production: node operations are
   // batched (test/integration/node-burst.heavy checks that a burst is never refused).

@@ -1,4 +1,4 @@
-// Test-only pause points in workflow code (the soak, README "The soak"). A sink call issues no
+// Test-only pause points in workflow code (the soak, docs/testing.md, "The soak"). A sink call issues no
 // command and is not made on replay, so a history is the same with or without it. The control
 // worker's sink (worker/control/failpoint-sinks) holds the completion of the workflow task that
 // reached the point only when NETLEASE_DATAPLANE_PAUSE_AFTER names it: a crash or a stall there.

@@ -37,7 +37,7 @@ import { validated } from './validated';
 /** A cancellation request would end the only record of the node's addresses: it is ignored. */
 const CANCELLATION_IGNORED =
   'a cancellation request is ignored: the node workflow holds the only record of its addresses. ' +
-  'Terminate it to have it rebuilt from the leases (README: "A lease that does not move")';
+  'Terminate it to have it rebuilt from the leases (docs/operating.md: "A lease that does not move")';
 
 export async function nodeWorkflow(input: NodeInput): Promise<never> {
   const run = new NodeRun(input);

@@ -67,7 +67,7 @@ const FRESH_RUN_REBUILD = 'pool-table-rebuild';
 
 const CANCELLATION_IGNORED =
   'a cancellation request is ignored: the pool workflow holds the only record of its blocks. ' +
-  'Terminate it to have it rebuilt from the nodes (README: "A lease that does not move")';
+  'Terminate it to have it rebuilt from the nodes (docs/operating.md: "A lease that does not move")';
 
 export async function poolWorkflow(input: PoolInput): Promise<never> {
   const pool = new Pool(input);

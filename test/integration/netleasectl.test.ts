@@ -60,7 +60,7 @@ function connection(): string[] {
   ];
 }
 
-/** The pinned Temporal CLI (what the README tells operators to use) against the test server. */
+/** The pinned Temporal CLI (what docs/operating.md tells operators to use) against the test server. */
 async function temporalCli(...args: string[]): Promise<Finished> {
   const run = await runToEnd(programPath('temporal'), [...args, '--address', temporalAddress()]);
   expect({ args, exitCode: run.exitCode, stderr: run.stderr }).toEqual({ args, exitCode: 0, stderr: '' });
@@ -337,7 +337,7 @@ test('check passes on a consistent cluster', async () => {
 
 test('check: a lease made by hand is a note, and so is one the reconciler is about to release', async () => {
   const { temporal } = scenario;
-  // The README's ADDs by hand: without K8S_POD_UID (cnitool), and with a UID no pod has.
+  // The ADDs by hand of docs/try-it.md: without K8S_POD_UID (cnitool), and with a UID no pod has.
   const hand = (podUid: string, podName: string) => ({
     podUid,
     podNamespace: podName ? 'default' : '',

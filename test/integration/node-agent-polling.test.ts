@@ -1,7 +1,7 @@
 // The node agents' long polls against the server's limit of concurrent long polls per namespace
 // and frontend (`frontend.namespaceCount`, 1,200 by default). With the SDK's default (up to 10
 // activity polls per worker) about 120 nodes reached it and the server refused polls (the scale
-// simulation at 300 nodes, README "Scale"); the agent polls once. A server whose limit is 40
+// simulation at 300 nodes, docs/benchmarks.md, "Scale"); the agent polls once. A server whose limit is 40
 // here: 30 workers polling as the SDK does by default are refused, 30 node agents are not.
 import { freePort } from '../../tools/processes';
 import { startDevServer, type DevServer } from '../../tools/temporal-server';

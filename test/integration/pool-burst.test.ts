@@ -2,7 +2,7 @@
 // fill): acquireBlock calls from the control worker, as node workflows make them, all answered
 // with distinct blocks and none refused by the server's limit of 10 in-flight updates on the one
 // pool workflow (before batching, such a burst was refused and retried with back-off: hand-outs
-// took seconds, README "Scale").
+// took seconds, docs/benchmarks.md, "Scale").
 import { performance } from 'node:perf_hooks';
 import { blockActivities, type AcquireBlockInput } from '../../activities/blocks';
 import { acquireBlockUpdateId, poolWorkflowId } from '../../domain/ids';

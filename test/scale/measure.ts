@@ -196,7 +196,7 @@ export async function handOuts(client: Client, pool: string, nodes: string[]): P
 export const p50 = (values: number[]): number => percentile(values, 0.5);
 export const p99 = (values: number[]): number => percentile(values, 0.99);
 
-/** Workflows of this task queue that ended badly (a bug, never a bad request: README). */
+/** Workflows of this task queue that ended badly (a bug, never a bad request: docs/architecture.md). */
 export async function badlyEnded(client: Client, taskQueue: string): Promise<number> {
   const query = `TaskQueue = '${taskQueue}' AND ExecutionStatus IN ('Failed', 'Terminated', 'TimedOut')`;
   return (await client.workflow.count(query)).count;

@@ -1,5 +1,5 @@
 // The figures of every size as one table (a row per figure, a column per size), for the terminal
-// and the README.
+// and docs/benchmarks.md.
 import { ms } from '../bench/figures';
 import { p50, p99 } from './measure';
 import type { ScaleReport, SizeFigures } from './scale';

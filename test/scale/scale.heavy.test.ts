@@ -1,4 +1,4 @@
-// The scale simulation of `npm run scale` at one small size (README, "Scale"): 30 simulated nodes
+// The scale simulation of `npm run scale` at one small size (docs/benchmarks.md, "Scale"): 30 simulated nodes
 // with 5 Running leases each, a batch of whole lifecycles on top, then every pod retired. Every
 // lifecycle completes, every lease ends Released, nothing Failed, and every history replays.
 import { connectTest, temporalAddress, type TestTemporal } from '../harness/temporal';

@@ -54,7 +54,7 @@ export interface SizeFigures {
 
 const FILL_BUDGET_MS = 3 * 3600_000;
 const settleMs = (leases: number) => 120_000 + leases * 50;
-/** Releasing goes through the control worker's pod watcher, one event at a time (README, Scale). */
+/** Releasing goes through the control worker's pod watcher, one event at a time (docs/benchmarks.md, "Scale"). */
 const releaseMs = (leases: number) => 120_000 + leases * 250;
 
 /** `count` pods admitted on random nodes, `lanes` at once. */

@@ -55,7 +55,7 @@ export function failedTasks(history: History, since = 0): FailedTasks {
  * that the live worker ran first: after a workflow task timed out (its worker killed or stopped),
  * the next attempt's worker runs the two in two activations, a replay of the whole history in one
  * (sdk-core `prepare_to_ship_activation` sorts updates first). Same code, same history, two
- * orders: the SDK's, not the workflow's (README, "The soak"; temporalio/sdk-rust#943).
+ * orders: the SDK's, not the workflow's (docs/testing.md, "The soak"; temporalio/sdk-rust#943).
  */
 export const SDK_UPDATE_ORDER = /Nondeterminism error: Update machine does not handle this event/;
 

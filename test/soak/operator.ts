@@ -1,4 +1,4 @@
-// An operator's actions, from the pinned Temporal CLI as an operator types them (README: "A lease
+// An operator's actions, from the pinned Temporal CLI as an operator types them (docs/operating.md: "A lease
 // that does not move"): terminate and reset (to the first or the last workflow task) of a lease, a
 // node and the pool workflow; signals with no input and with wrong input; cancellation requests
 // to a node and the pool; and a change of the pool's config across a restart of the control

@@ -1,4 +1,4 @@
-// The short soak of `npm test` (README, "The soak"): a few minutes of pod lifecycles on four nodes
+// The short soak of `npm test` (docs/testing.md, "The soak"): a few minutes of pod lifecycles on four nodes
 // with the faults issue 25 named injected at least once each, one at a time: Node
 // re-registrations that keep their pods (same machine, and a new one whose kubelet runs them
 // again), every operator action (terminate, reset, empty and made-up signals, cancel, a pool config

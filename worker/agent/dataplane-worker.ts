@@ -17,7 +17,7 @@ export interface NodeAgent {
  * activation or a deactivation per pod), and the server admits a bounded number of concurrent
  * long polls per namespace and frontend (`frontend.namespaceCount`, 1,200 by default): with the
  * SDK's default of up to 10 activity polls per worker, about 120 nodes reached it, and the
- * refused polls left activations waiting (found by the scale simulation, README "Scale").
+ * refused polls left activations waiting (found by the scale simulation, docs/benchmarks.md, "Scale").
  */
 export const NODE_AGENT_POLLING = {
   activityTaskPollerBehavior: { type: 'simple-maximum', maximum: 1 },
