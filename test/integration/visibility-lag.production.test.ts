@@ -203,7 +203,10 @@ test('a node replaced while visibility still lists its old incarnation keeps its
   const uidListed = async () => (await knownNodes(client, taskQueue)).find((n) => n.name === node)?.uid;
   await waitForValue(uidListed, (uid) => uid === oldUid, 30_000, 200, 'the first incarnation listed');
   const { newUid, newPod } = await whileLagging('reconciler, replaced node', async () => {
+    // The old pod goes with its Node (the pod GC): release follows the pod, so its lease ends; a
+    // pod that lived on would be adopted by the new incarnation (test/scenario/000).
     await cluster.deleteNode(node);
+    await cluster.deletePod('inc-old');
     const newUid = await cluster.createNode(node);
     await scenario.reconcile(); // the old incarnation is deleted, the new one observed
     const newPod = await cluster.createPod('inc-new', node);
@@ -213,7 +216,8 @@ test('a node replaced while visibility still lists its old incarnation keeps its
     await scenario.reconcile();
     return { newUid, newPod };
   });
-  await scenario.waitForPhase(oldPod, 'Released');
+  const released = await scenario.waitForPhase(oldPod, 'Released');
+  expect(released.releaseReason).toContain('no longer exists');
   expect((await scenario.leaseState(newPod)).phase).toBe('Active');
   const state = await scenario.nodeState(node);
   expect(state.incarnation).toBe(newUid);
