@@ -9,7 +9,7 @@
 // routing decision for a pod address leads into its node's host namespace, for an address no node
 // holds nowhere (read from the routing table: a packet would leave the machine without the fix).
 import { expectReplayed } from '../harness/replay';
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { addressOwnershipFindings } from '../../domain/address-ownership';
 import { formatAddress, lastAddress, parsePrefix } from '../../domain/cidr';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
@@ -27,6 +27,7 @@ import {
   probedDeployment,
   scaleDeployment,
   sleepersDeployment,
+  spreadOverNodes,
   useRealCluster,
   type RealClusterNode,
 } from '../harness/real-cluster';
@@ -46,21 +47,6 @@ const nodeOf = (name: string | undefined): RealClusterNode => {
   const found = real.nodes.find((n) => n.real.nodeName === name);
   if (!found) throw new Error(`no real node ${name}`);
   return found;
-};
-
-/** The Deployment's pods, one node at most one pod ahead of the other (the scheduler spreads them). */
-const spread = (deployment: V1Deployment): V1Deployment => {
-  const spec = deployment.spec?.template.spec;
-  if (spec)
-    spec.topologySpreadConstraints = [
-      {
-        maxSkew: 1,
-        topologyKey: 'kubernetes.io/hostname',
-        whenUnsatisfiable: 'DoNotSchedule',
-        labelSelector: { matchLabels: deployment.spec?.selector.matchLabels ?? {} },
-      },
-    ];
-  return deployment;
 };
 
 const nodeState = (name: string): Promise<NodeState> =>
@@ -149,7 +135,10 @@ async function podNetns(pod: V1Pod, lease: LeaseState | undefined): Promise<stri
 }
 
 test('a Deployment spread over two real nodes: unique addresses, reachable across the nodes', async () => {
-  await real.apps.createNamespacedDeployment({ namespace, body: spread(sleepersDeployment(app, REPLICAS)) });
+  await real.apps.createNamespacedDeployment({
+    namespace,
+    body: spreadOverNodes(sleepersDeployment(app, REPLICAS)),
+  });
   const { pods, leases } = await runningPods(REPLICAS);
   for (const name of nodeNames)
     expect(pods.filter((p) => p.spec?.nodeName === name)).toHaveLength(REPLICAS / 2);
@@ -172,7 +161,10 @@ const isReady = (pod: V1Pod) =>
 test('a Deployment with HTTP readiness and TCP liveness probes is Ready within seconds on both nodes', async () => {
   const replicas = 4;
   const started = Date.now();
-  await real.apps.createNamespacedDeployment({ namespace, body: spread(probedDeployment(probed, replicas)) });
+  await real.apps.createNamespacedDeployment({
+    namespace,
+    body: spreadOverNodes(probedDeployment(probed, replicas)),
+  });
   const pods = await waitForValue(
     () => podsLabelled(probed),
     (ps) => ps.length === replicas && ps.every(isReady),

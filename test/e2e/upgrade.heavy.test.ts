@@ -9,7 +9,7 @@
 // both nodes and leaves no netlease process.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { addressOwnershipFindings } from '../../domain/address-ownership';
 import type { LeaseState } from '../../domain/lease';
 import { nodeWorkflowId } from '../../domain/ids';
@@ -23,7 +23,13 @@ import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { ipJson } from '../../kernel/ip';
 import { LinkSchema } from '../../kernel/links';
-import { inClusterMode, leaseOfPod, sleepersDeployment, useRealCluster } from '../harness/real-cluster';
+import {
+  inClusterMode,
+  leaseOfPod,
+  sleepersDeployment,
+  spreadOverNodes,
+  useRealCluster,
+} from '../harness/real-cluster';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const REPLICAS = 8;
@@ -42,22 +48,6 @@ const podsOfApp = async (): Promise<V1Pod[]> =>
 const uidOf = (pod: V1Pod) => pod.metadata?.uid ?? '';
 const live = (p: V1Pod) => !p.metadata?.deletionTimestamp;
 const addressesOf = (lease: LeaseState | undefined) => (lease?.addresses ?? []).map((a) => a.address);
-
-/** Spread over both nodes, one at most one pod ahead of the other. */
-function spreadDeployment(): V1Deployment {
-  const deployment = sleepersDeployment(app, REPLICAS);
-  const spec = deployment.spec?.template.spec;
-  if (spec)
-    spec.topologySpreadConstraints = [
-      {
-        maxSkew: 1,
-        topologyKey: 'kubernetes.io/hostname',
-        whenUnsatisfiable: 'DoNotSchedule',
-        labelSelector: { matchLabels: { app } },
-      },
-    ];
-  return deployment;
-}
 
 /** What the churn saw: every pod UID, the ones it deleted, and any address on two live pods. */
 interface Churn {
@@ -147,7 +137,10 @@ inCluster(
   async () => {
     const installed = real.installed;
     if (!installed) throw new Error('netlease is not installed as pods');
-    await real.apps.createNamespacedDeployment({ namespace, body: spreadDeployment() });
+    await real.apps.createNamespacedDeployment({
+      namespace,
+      body: spreadOverNodes(sleepersDeployment(app, REPLICAS)),
+    });
     await waitForValue(
       podsOfApp,
       (ps) => ps.filter((p) => p.status?.phase === 'Running').length === REPLICAS,

@@ -318,6 +318,21 @@ export const sleepersDeployment = (app: string, replicas: number): V1Deployment 
   },
 });
 
+/** The Deployment's pods, one node at most one pod ahead of the other (the scheduler spreads them). */
+export const spreadOverNodes = (deployment: V1Deployment): V1Deployment => {
+  const spec = deployment.spec?.template.spec;
+  if (spec)
+    spec.topologySpreadConstraints = [
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'DoNotSchedule',
+        labelSelector: { matchLabels: deployment.spec?.selector.matchLabels ?? {} },
+      },
+    ];
+  return deployment;
+};
+
 /**
  * A Deployment of busybox web servers whose kubelet probes reach them on their pod address:
  * readiness by HTTP GET, liveness by TCP connect, both to busybox httpd, every second.
