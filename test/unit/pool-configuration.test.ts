@@ -38,6 +38,7 @@ test('a refusal after failures still stops the worker', async () => {
   const c = configurePoolsWhileRunning({ ...options, configure, running: () => true });
   await expect(c.firstTry).resolves.toBe('pending');
   await expect(c.done).rejects.toThrow('cidrs');
+  expect(calls).toBe(2); // stopped at the refusal, not tried again
 });
 
 test('the tries stop with the worker', async () => {
