@@ -114,6 +114,13 @@ const NODE_GONE_ENDS_DEACTIVATION = 'node-gone-ends-deactivation';
  */
 const NEWER_SANDBOX_FIRST = 'newer-sandbox-first';
 
+/**
+ * Marks histories in which an ADD after a withdrawn guess failed to produce (a Node not known
+ * yet, a pool not served) produces again on its own terms. Older ones answered every later ADD
+ * with that first failure, even one of other, valid terms (the fuzz, seed 579550361).
+ */
+const PRODUCE_AGAIN_AFTER_FAILED_GUESS = 'produce-again-after-failed-guess';
+
 /** The release reason of a lease whose workflow was cancelled (UI, `temporal workflow cancel`). */
 export const CANCELLED_REASON = 'cancelled: a cancellation of the lease workflow was requested';
 
@@ -342,7 +349,7 @@ class Lease {
 
   /** consume: a CNI ADD claims the lease for one sandbox and waits for its activation. */
   private async consume(request: ConsumeRequest): Promise<LeaseGrant> {
-    if (termsMismatch(this.start, request.terms)) await this.reterm(request.terms);
+    if (termsMismatch(this.start, request.terms) || this.mayProduceAgain()) await this.reterm(request.terms);
     await this.produced();
     this.state.told = true;
     const attachment = this.claim(request);
@@ -372,6 +379,7 @@ class Lease {
    */
   private async withdrawGuess(terms: LeaseTerms): Promise<void> {
     await this.until(() => this.state.addresses.length > 0 || this.isOver());
+    if (this.mayProduceAgain()) return this.produceAgain(terms);
     if (this.isOver() || !termsMismatch(this.start, terms)) return;
     const was = termsText(this.start);
     if (this.offered) await this.revokeOffer();
@@ -383,10 +391,39 @@ class Lease {
     );
     await this.giveBackAddresses();
     this.state.addresses = [];
+    await this.produceOn(terms);
+    log.info('pre-produced guess withdrawn', { was, now: termsText(this.start) });
+  }
+
+  /**
+   * A withdrawn guess whose produce failed (its ADD got the error) holds nothing and told nobody:
+   * the next ADD is a retry, on its own terms (the Node may exist by now, or the ADD names another).
+   */
+  private mayProduceAgain(): boolean {
+    const failedGuess = this.produceFailure !== undefined && this.reterms > 0 && !this.state.told;
+    return (
+      failedGuess &&
+      this.releaseRun === undefined &&
+      !this.releasing() &&
+      patched(PRODUCE_AGAIN_AFTER_FAILED_GUESS)
+    );
+  }
+
+  private async produceAgain(terms: LeaseTerms): Promise<void> {
+    const failed = this.produceFailure?.message ?? '';
+    this.produceFailure = undefined;
+    this.enter(
+      'Producing',
+      `an ADD asks for ${termsText({ ...this.start, ...terms })} (the last produce failed: ${failed})`,
+    );
+    await this.produceOn(terms);
+  }
+
+  /** The lease's terms become the ADD's, reserved under a key of their own. */
+  private async produceOn(terms: LeaseTerms): Promise<void> {
     this.state.start = { ...this.start, ...terms };
     upsertSearchAttributes([{ key: NodeName, value: this.start.nodeName }]);
     this.reservation = `${workflowInfo().runId}~${++this.reterms}`;
-    log.info('pre-produced guess withdrawn', { was, now: termsText(this.start) });
     await this.produce();
   }
 

@@ -1,6 +1,8 @@
 // Workflow state machines in isolation: the real workflow bundle on the shared test server, with
 // activities replaced by test doubles. (The SDK's time-skipping server is a separate download
 // this machine cannot fetch, so durations in these tests are configured short instead.)
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { prebuiltBundle } from '../../worker/control/bundle';
@@ -47,3 +49,9 @@ export function gate<T = void>() {
   const opened = new Promise<T>((resolve) => (open = resolve));
   return { opened, open };
 }
+
+/** The failure type a refused update carries (FailureType), or the error's text when it is not one. */
+export const updateFailureType = (err: unknown): string | null | undefined =>
+  err instanceof WorkflowUpdateFailedError
+    ? (err.cause as ApplicationFailure | undefined)?.type
+    : String(err);

@@ -24,7 +24,7 @@ import { currentDetails } from '../harness/history';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import { updateFailureType, workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
 const node = uniqueName('wf-node');
 const quick = ActivationPolicySchema.parse({
@@ -112,10 +112,7 @@ const phaseOf = (start: LeaseStart, phase: string) =>
     (s) => s.phase === phase,
     15_000,
   );
-const failureType = (err: unknown) =>
-  err instanceof WorkflowUpdateFailedError
-    ? (err.cause as ApplicationFailure | undefined)?.type
-    : String(err);
+const failureType = updateFailureType;
 
 test('release while Producing: produce is cancelled, addresses returned, the waiting ADD refused', async () => {
   const start = startOf(uniqueName('never'));
