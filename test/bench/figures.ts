@@ -1,6 +1,7 @@
 // How the benchmark summarises latencies and CPU, and the table it prints.
 import type { PhaseResult } from './phases';
 import { totalMs, type CpuSample } from './proc';
+import { mergedWork, type WorkflowWork } from './workflow-work';
 
 export const percentile = (values: number[], p: number): number =>
   [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) * p)] ?? NaN;
@@ -88,6 +89,8 @@ export interface Lifecycles {
   unreleased: number;
   /** netlease: how its leases were released. */
   releases?: Releases;
+  /** netlease: what its lifecycles cost Temporal (their histories). */
+  work?: WorkflowWork;
 }
 
 /** From each DEL's return to its lease's close, and who released it (the reason's prefix). */
@@ -134,6 +137,7 @@ export function mergedLifecycles(a: Lifecycles, b: Lifecycles): Lifecycles {
     unready: a.unready + b.unready,
     unreleased: a.unreleased + b.unreleased,
     releases: mergedReleases(a.releases, b.releases),
+    work: mergedWork(a.work, b.work),
   };
 }
 

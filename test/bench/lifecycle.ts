@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { leaseWorkflowId } from '../../domain/ids';
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { waitFor } from '../../tools/processes';
 import { offerFileOf } from '../../worker/agent/offers';
@@ -19,6 +19,7 @@ import type { PodOps } from './pod-ops';
 import { cpuSpent, sampleCpu, type CpuSample } from './proc';
 import { API_PROCESSES, type Lifecycles, type Releases } from './figures';
 import { TASK_QUEUE, type BenchStack } from './stack';
+import { workflowWork, type WorkflowWork } from './workflow-work';
 
 export interface LifecycleDriver {
   /** Its CNI calls; its `involved` processes are charged to the row. */
@@ -31,6 +32,8 @@ export interface LifecycleDriver {
   released(pods: BenchPod[], namespace: string): Promise<number>;
   /** netlease: each lease's release lag from its pod's DEL, and who released it. */
   releases?(dels: Map<BenchPod, number>): Promise<Releases>;
+  /** netlease: what the lifecycles cost Temporal, from their histories (workflow-work). */
+  work?(pods: BenchPod[], window: { from: number; to: number }): Promise<WorkflowWork>;
   /** Before the window opens and after it closes (netlease: start and stop more control workers). */
   prepare?(): Promise<void>;
   finish?(): Promise<void>;
@@ -96,6 +99,13 @@ export function netleaseDriver(
       for (const { source } of each) by[source] = (by[source] ?? 0) + 1;
       return { lagsMs: each.map((e) => e.lagMs), by };
     },
+    work: (pods, window) =>
+      workflowWork(
+        client,
+        pods.map((pod) => leaseWorkflowId(pod.uid, 'eth0')),
+        nodeWorkflowId(node),
+        window,
+      ),
     async prepare() {
       if (more === 0) return;
       for (let i = 0; i < more; i++) await stack.addControlWorker();
@@ -160,11 +170,14 @@ export async function lifecycles(
   const charged = chargedOf(driver);
   const before = sampleCpu(all);
   const started = performance.now();
+  const from = Date.now();
   await lanesUntil(shape.count, shape.lanes, shape.budgetMs, one);
   const unreleased = await driver.released(pods, ops.namespace);
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuSpent(before, sampleCpu(all));
+  const window = { from, to: Date.now() };
   const releases = await driver.releases?.(dels);
+  const work = await driver.work?.(pods, window);
   await driver.finish?.();
   return {
     label: plugin.label,
@@ -176,6 +189,7 @@ export async function lifecycles(
     unready,
     unreleased,
     releases,
+    work,
   };
 }
 

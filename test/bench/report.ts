@@ -2,11 +2,14 @@
 // shim, memory, Temporal hops, and each target beside the figure it is about.
 import { getHeapStatistics } from 'node:v8';
 import { rssWithWanted, type OpenLeases } from './footprint';
+import { leaseTasksPerLifecycle, workLine } from './workflow-work';
 import {
   addsPerSecond,
   cpuBreakdown,
+  cpuPerLifecycle,
   cpuPerPair,
   lifecycleBreakdown,
+  lifecyclesPerSecond,
   lifecycleTable,
   ms,
   percentile,
@@ -90,6 +93,55 @@ function targets(m: Measured): Target[] {
   ];
 }
 
+const ratio = (what: string, limit: number, of: string, value: number, base: number): Target => ({
+  what: `${what} ≤ ${limit} × ${of}`,
+  limit: `(${ms(limit * base)})`,
+  value,
+  ok: (v) => v <= limit * base,
+});
+
+/** Issue 27's targets for the ADD rows: the one ADD path against the pre-produced one and host-local. */
+function addTargets(m: Measured): Target[] {
+  const seq = (label: string) => {
+    const row = m.rows.find((r) => r.label === label);
+    return row ? percentile(row.seq.adds, 0.5) : NaN;
+  };
+  const pre = seq('netlease pre-produced');
+  return [
+    ratio('cold ADD seq p50', 2, 'pre-produced p50', seq('netlease cold'), pre),
+    ratio('pre-produced ADD seq p50', 1.5, "host-local's", pre, seq('host-local')),
+    most('ptp cold ADD seq p50', 60, ' ms', seq('netlease ptp (cold)')),
+  ];
+}
+
+/** Issue 27's targets for a whole lifecycle (the row with one control worker). */
+function lifecycleTargets(lives: LifecycleRows['rows']): Target[] {
+  const netlease = lives.find((r) => r.label.startsWith('netlease, 1 '));
+  const peer = (label: string) => lives.find((r) => r.label === label);
+  const whereabouts = peer('whereabouts');
+  const hostLocal = peer('host-local');
+  if (!netlease) return [];
+  const cpu = cpuPerLifecycle(netlease);
+  const rate = lifecyclesPerSecond(netlease);
+  return [
+    most('CPU per lifecycle', 120, ' ms', cpu),
+    ...(whereabouts
+      ? [ratio('CPU per lifecycle', 1, "whereabouts'", cpu, cpuPerLifecycle(whereabouts))]
+      : []),
+    ...(hostLocal
+      ? [
+          {
+            what: "lifecycles/s @16 ≥ 0.5 × host-local's",
+            limit: `(${(0.5 * lifecyclesPerSecond(hostLocal)).toFixed(1)})`,
+            value: rate,
+            ok: (v: number) => v >= 0.5 * lifecyclesPerSecond(hostLocal),
+          },
+        ]
+      : []),
+    most('lease workflow tasks per lifecycle', 5, '', netlease.work && leaseTasksPerLifecycle(netlease.work)),
+  ];
+}
+
 /** The Temporal SDK's default workflow cache for this Node's heap limit (worker-options.js). */
 function workflowCache(): string {
   const heapMiB = getHeapStatistics().heap_size_limit / 2 ** 20;
@@ -112,8 +164,12 @@ export function lifecycleReport({ rows: lives, idle }: LifecycleRows, lanes: num
     "CPU ms per lifecycle by process (charged: the executables, the plugin's processes, the Kubernetes API):",
     ...lives.map((r) => `  ${lifecycleBreakdown(r)}`),
     ...lives.map((r) => (r.releases ? `  ${releaseLine(r)}` : '')),
+    'Temporal work per lifecycle (from the histories):',
+    ...lives.map((r) => (r.work ? `  ${workLine(r.label, r.work)}` : '')),
     `  idle, CPU ms per second (in every row's window, charged with its process): ${idleLine}`,
     ...odd,
+    'lifecycle targets (issue 27):',
+    ...targetLines(lifecycleTargets(lives)),
   ]
     .filter((line) => line !== '')
     .join('\n');
@@ -140,6 +196,8 @@ export function report(m: Measured): string {
     ...m.hops.map((h) => `  ${h}`),
     'targets (2-core machine):',
     ...targetLines(targets(m)),
+    'ADD targets (issue 27):',
+    ...targetLines(addTargets(m)),
   ]
     .filter((line) => line !== '')
     .join('\n');
