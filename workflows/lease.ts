@@ -57,6 +57,7 @@ import {
   releaseSignal,
   retrySignal,
 } from './lease-messages';
+import { brokenAt, failpoint } from './failpoints';
 import { noteIgnored } from './notes';
 import { validated } from './validated';
 
@@ -539,6 +540,8 @@ class Lease {
   /** confirm-running: the pod with this UID is Running (watch hint verified by a quorum read). */
   private confirmRunning(): void {
     log.info('podRunning signal received', { phase: this.state.phase });
+    brokenAt('pod-running');
+    failpoint('pod-running');
     this.podRunning = true;
     if (this.state.phase === 'Active' || this.state.phase === 'Stalled')
       this.enter('Running', 'pod is Running');
