@@ -38,6 +38,8 @@ export interface ReconcileSummary {
    * the sweep: each is then started again (`leasesRecovered`) or collected (`leaksCollected`).
    */
   wedgedLeasesEnded?: number;
+  /** Wedged lease runs left alone: more than `wedgedLeases.maxEndedPerRun` in one sweep. */
+  wedgedLeasesHeldBack?: number;
   /**
    * Open leases on interfaces the pod watcher does not read (`kubernetes.podInterfaces`): only
    * this sweep releases them once their pod is gone.
@@ -68,6 +70,7 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
         reconcileActions.inc({ action: 'node_deleted' }, summary.nodesDeleted);
         reconcileActions.inc({ action: 'node_replaced' }, summary.nodesReplaced);
         reconcileActions.inc({ action: 'wedged_lease_ended' }, summary.wedgedLeasesEnded ?? 0);
+        reconcileActions.inc({ action: 'wedged_lease_held_back' }, summary.wedgedLeasesHeldBack ?? 0);
         reconcileLastReleased.set(summary.released);
         reconcileLastSuccess.set(Date.now() / 1000);
         Context.current().log.info('reconciled', { ...summary });
@@ -150,8 +153,16 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
   /** The listed leases but those whose run the sweep ended (its workflow task failed for good). */
   async function withoutWedged(summary: ReconcileSummary, leases: KnownLease[]): Promise<KnownLease[]> {
     const settings = config.kubernetes?.wedgedLeases ?? WedgedLeasesSchema.parse({});
-    const ended = await endWedgedLeases(client, leases, settings);
+    const { ended, heldBack } = await endWedgedLeases(client, leases, settings);
     Context.current().heartbeat({ what: 'workflow tasks' });
+    if (heldBack > 0) {
+      summary.wedgedLeasesHeldBack = heldBack;
+      Context.current().log.error(
+        `${heldBack} leases fail their workflow task on every attempt, more than wedgedLeases.maxEndedPerRun ` +
+          `(${settings.maxEndedPerRun}): a worker that cannot run their histories? None is ended; roll back, ` +
+          'or raise the limit once the cause is known (netleasectl check lists them)',
+      );
+    }
     if (ended.length === 0) return leases;
     summary.wedgedLeasesEnded = ended.length;
     for (const run of ended)

@@ -43,6 +43,27 @@ export const endReason = (task: Pick<FailingTask, 'attempt' | 'failure'>): strin
     `or its addresses are collected (pod gone)`
   ).slice(0, 2000);
 
+/** The runs a sweep found wedged: those it ended, or none and how many it held back. */
+export interface WedgedOutcome {
+  ended: EndedLease[];
+  /** Wedged runs left alone because there were more than `maxEndedPerRun` (a bad deploy?). */
+  heldBack: number;
+}
+
+/**
+ * Which checked runs to end: those whose pending task reached `failedTaskAttempts`, unless there
+ * are more than `maxEndedPerRun` of them (then none: a mass restart is an operator's decision).
+ */
+export function wedgedToEnd<T extends { task?: Pick<FailingTask, 'attempt'> }>(
+  checked: T[],
+  settings: Pick<WedgedLeases, 'failedTaskAttempts' | 'maxEndedPerRun'>,
+): { end: T[]; heldBack: number } {
+  const wedged = checked.filter((c) => (c.task?.attempt ?? 0) >= settings.failedTaskAttempts);
+  return wedged.length > settings.maxEndedPerRun
+    ? { end: [], heldBack: wedged.length }
+    : { end: wedged, heldBack: 0 };
+}
+
 /**
  * Ends every checked lease run whose pending workflow task reached `failedTaskAttempts`. A run
  * that moved on meanwhile (another run, or closed) is left alone: the end names the run it read.
@@ -51,18 +72,21 @@ export async function endWedgedLeases(
   client: Client,
   leases: KnownLease[],
   settings: WedgedLeases,
-): Promise<EndedLease[]> {
+): Promise<WedgedOutcome> {
   const checked = leasesToCheck(leases, settings.checksPerRun);
   const tasks = await mapLimited(checked, DESCRIBES_AT_ONCE, (lease) =>
     failingWorkflowTask(client, lease.workflowId).catch(() => undefined),
   );
+  const { end, heldBack } = wedgedToEnd(
+    checked.map((lease, i) => ({ lease, task: tasks[i] })),
+    settings,
+  );
   const ended: EndedLease[] = [];
-  for (const [i, lease] of checked.entries()) {
-    const task = tasks[i];
-    if (!task || task.attempt < settings.failedTaskAttempts) continue;
+  for (const { lease, task } of end) {
+    if (!task) continue;
     const handle = client.workflow.getHandle(lease.workflowId, task.runId);
     const done = await unlessGone(() => handle.terminate(endReason(task)).then(() => true), false);
     if (done) ended.push({ workflowId: lease.workflowId, podRef: lease.podRef, ...task });
   }
-  return ended;
+  return { ended, heldBack };
 }

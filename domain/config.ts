@@ -122,6 +122,12 @@ export const WedgedLeasesSchema = z
      * turns across runs so a large cluster is covered in a few; 0: never read.
      */
     checksPerRun: z.number().int().min(0).max(1_000_000).default(1000),
+    /**
+     * More wedged runs than this in one sweep is not the SDK's rare ordering but a worker that
+     * cannot run their histories (a bad deploy): ending them would start every lease again, so
+     * the sweep ends none and says so (roll back, or raise this once the cause is known).
+     */
+    maxEndedPerRun: z.number().int().min(1).max(100_000).default(20),
   })
   .strict();
 export type WedgedLeases = z.infer<typeof WedgedLeasesSchema>;
