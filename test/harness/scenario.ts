@@ -38,6 +38,8 @@ export interface ScenarioOptions {
   nodeHistoryLimit?: number;
   /** How the control worker reaches the cluster (default: the test's), e.g. through a TCP proxy. */
   kubeconfig?: string;
+  /** The pools come from NetleasePool objects (kubernetes.poolObjects), their status every second. */
+  poolObjects?: boolean;
 }
 
 export class Scenario {
@@ -61,10 +63,11 @@ export class Scenario {
   }
 
   get config() {
-    const { blockSize, nodeHistoryLimit } = this.options;
+    const { blockSize, nodeHistoryLimit, poolObjects } = this.options;
     const own = { name: this.temporal.taskQueue, cidrs: ['198.18.0.0/16', 'fd00:18::/64'] };
+    const pools = [{ ...own, ...(blockSize ? { blockSize } : {}) }, ...(this.options.morePools ?? [])];
     return testConfig(this.temporal.taskQueue, {
-      pools: [{ ...own, ...(blockSize ? { blockSize } : {}) }, ...(this.options.morePools ?? [])],
+      pools: poolObjects ? [] : pools,
       reuseCooldownSeconds: this.options.reuseCooldownSeconds ?? 1,
       ...(this.options.activation ? { activation: this.options.activation } : {}),
       ...(nodeHistoryLimit ? { nodeHistoryLimit } : {}),
@@ -72,6 +75,7 @@ export class Scenario {
         kubeconfig: this.options.kubeconfig ?? kubeconfigPath(),
         watch: this.options.watch ?? true,
         reconcileIntervalSeconds: this.options.reconcileIntervalSeconds ?? 3600,
+        ...(poolObjects ? { poolObjects, poolStatusIntervalSeconds: 1 } : {}),
       },
     });
   }
