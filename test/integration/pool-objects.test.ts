@@ -232,7 +232,7 @@ test('kubectl get netleasepools: CIDRs, allocated/capacity per family, Ready and
     Exhausted: 'False',
   });
   expect(row.IPv4).toMatch(/^\d+\/488$/);
-  expect(String(row.CIDRs)).toContain('198.18.1.0/24');
+  expect(row.CIDRs).toBe('["198.18.0.0/24","fd00:18::/64","198.18.1.0/24"]');
   expect(row.Age).toEqual(expect.any(String));
 });
 
