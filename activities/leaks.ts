@@ -3,56 +3,18 @@
 // is gone gives its addresses back to the node (after the cooldown); a pod that still runs gets
 // its lease started again with what the closed run held, so its address is never handed to another.
 import type { Client } from '@temporalio/client';
-import type { Allocation } from '../domain/allocation';
 import type { NetleaseConfig } from '../domain/config';
 import { leaseWorkflowId, madeByHand, nodeWorkflowId, releaseUpdateId } from '../domain/ids';
 import { isTerminal, type PodFact } from '../domain/k8s';
 import type { LeaseState } from '../domain/lease';
 import { leaseRunFromHistory, type HeldAttachment } from '../temporal/lease-history';
 import { leaseStartOptions } from '../temporal/leases';
-import { unlessGone } from '../temporal/workflow-gone';
+import type { Leak } from '../temporal/leaks';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
-import { batchUpdate, nodeStateQuery } from '../workflows/node-messages';
+import { batchUpdate } from '../workflows/node-messages';
 import { leakedAddressesCollected, leasesRecovered } from '../observability/control-metrics';
 
-/** A table owner whose lease workflow is closed. */
-export interface Leak {
-  node: string;
-  owner: string;
-  pool: string;
-  podUid: string;
-  /** The closed run, and how it closed. */
-  run: string;
-  status: string;
-}
-
-/** The owners of every open node's tables whose lease workflow is not open (by id, not visibility). */
-export async function findLeaks(client: Client, nodes: string[], openLeases: Set<string>): Promise<Leak[]> {
-  const leaks: Leak[] = [];
-  for (const node of nodes) {
-    const state = await unlessGone(
-      () => client.workflow.getHandle(nodeWorkflowId(node)).query(nodeStateQuery),
-      undefined,
-    );
-    const owners = new Map<string, { pool: string; allocation: Allocation }>();
-    for (const [pool, table] of Object.entries(state?.tables ?? {}))
-      for (const allocation of Object.values(table.allocations))
-        if (!openLeases.has(allocation.owner)) owners.set(allocation.owner, { pool, allocation });
-    for (const [owner, { pool, allocation }] of owners) {
-      const run = await unlessGone(() => client.workflow.getHandle(owner).describe(), undefined);
-      if (run?.status.name === 'RUNNING') continue; // visibility had not listed it yet
-      leaks.push({
-        node,
-        owner,
-        pool,
-        podUid: allocation.podUid,
-        run: run?.runId ?? 'none',
-        status: run?.status.name ?? 'NOT_FOUND',
-      });
-    }
-  }
-  return leaks;
-}
+export { findLeaks, type Leak } from '../temporal/leaks';
 
 /** Whether the leak's pod still exists (from the quorum list): then its lease is started again. */
 export const podLives = (leak: Leak, pods: Map<string, PodFact>): boolean => {

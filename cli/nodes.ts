@@ -1,7 +1,11 @@
 // `netleasectl nodes` and `netleasectl pools`: incarnations, blocks, and used/free/cooling
-// addresses per block, per node and per pool.
+// addresses per block, per node and per pool (and per family: capacity, allocated, reserved,
+// cooldown and leaked, as a NetleasePool's status shows them).
 import { blockUsage, type BlockUsage } from '../domain/allocation';
 import { nodeWorkflowId } from '../domain/ids';
+import { poolUse } from '../domain/pool-use';
+import { findLeaks } from '../temporal/leaks';
+import { openLeaseIds } from '../temporal/pool-use';
 import { knownNodes, knownPools } from '../temporal/visibility';
 import { workflowIsGone } from '../temporal/workflow-gone';
 import { nodeStateQuery, type NodeState } from '../workflows/node-messages';
@@ -120,10 +124,19 @@ export function poolsCommand(line: CommandLine): Run {
   positionals(line, []);
   return async (context: Context) => {
     const [pools, nodes] = await Promise.all([readPools(context), readNodes(context)]);
+    const open = await openLeaseIds(context.client, context.taskQueue);
+    const leaks = await findLeaks(
+      context.client,
+      nodes.map((n) => n.name),
+      open,
+    );
     const value = pools.map((p) => {
       const name = p.state?.spec.name ?? p.workflowId.replace(/^pool\//, '');
       const blocks = nodes.flatMap((n) => n.blocks.filter((b) => b.pool === name));
       const owners = Object.values(p.state?.blocks ?? {});
+      const leaked = leaks.filter((l) => l.pool === name).flatMap((l) => l.families);
+      // The NetleasePool status's figures (temporal/pool-use), from the same computation.
+      const families = p.state ? poolUse(p.state.spec, blocks, leaked) : [];
       return {
         name,
         workflowId: p.workflowId,
@@ -133,12 +146,14 @@ export function poolsCommand(line: CommandLine): Run {
         used: sum(blocks, 'used'),
         free: sum(blocks, 'free'),
         cooling: sum(blocks, 'cooling'),
+        leaked: leaked.length,
+        families,
         ...(p.error ? { error: p.error } : {}),
       };
     });
     emit(context.output, value, () => {
       const summary = table(
-        ['POOL', 'CIDRS', 'BLOCKS', 'NODES', 'USED', 'FREE', 'COOLING'],
+        ['POOL', 'CIDRS', 'BLOCKS', 'NODES', 'USED', 'FREE', 'COOLING', 'LEAKED', 'CAPACITY'],
         value.map((p) => [
           p.name,
           p.cidrs.join(','),
@@ -147,6 +162,8 @@ export function poolsCommand(line: CommandLine): Run {
           p.used,
           p.free,
           p.cooling,
+          p.leaked,
+          p.families.map((f) => `ipv${f.family} ${f.capacity}`).join(', '),
         ]),
       );
       const blocks = table(

@@ -61,7 +61,7 @@ export function gatewayOf(pool: PoolSpec, block: Prefix): bigint | undefined {
 }
 
 /** Exclusions as inclusive [first, last] ranges of one family. */
-function exclusionRanges(pool: PoolSpec, family: Family): Array<[bigint, bigint]> {
+export function exclusionRanges(pool: PoolSpec, family: Family): Array<[bigint, bigint]> {
   return pool.exclude.flatMap((text): Array<[bigint, bigint]> => {
     if (text.includes('/')) {
       const p = parsePrefix(text);
@@ -265,7 +265,17 @@ function overlapCount(first: bigint, last: bigint, ranges: Array<[bigint, bigint
   return count;
 }
 
-const toCount = (n: bigint): number =>
+/** Addresses one block of the pool can hand out: usable, not the gateway, not excluded. */
+export function blockCapacity(pool: PoolSpec, prefix: Prefix): bigint {
+  const { first, last } = usableRange(prefix);
+  const excluded = exclusionRanges(pool, prefix.family);
+  const gateway = gatewayOf(pool, prefix);
+  if (gateway !== undefined && gateway >= first && gateway <= last) excluded.push([gateway, gateway]);
+  return last - first + 1n - overlapCount(first, last, excluded);
+}
+
+/** A count as a number; past 2^53 - 1 (an IPv6 pool's capacity), that. */
+export const toCount = (n: bigint): number =>
   n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(n);
 
 /**
@@ -275,11 +285,7 @@ const toCount = (n: bigint): number =>
 export function blockUsage(table: AllocationTable, pool: PoolSpec, now: number): BlockUsage[] {
   return table.blocks.map((block) => {
     const prefix = parsePrefix(block.cidr);
-    const { first, last } = usableRange(prefix);
-    const excluded = exclusionRanges(pool, prefix.family);
-    const gateway = gatewayOf(pool, prefix);
-    if (gateway !== undefined && gateway >= first && gateway <= last) excluded.push([gateway, gateway]);
-    const capacity = toCount(last - first + 1n - overlapCount(first, last, excluded));
+    const capacity = toCount(blockCapacity(pool, prefix));
     const inBlock = (address: string) => {
       const parsed = parseAddress(address);
       return contains(prefix, parsed.family, parsed.value);

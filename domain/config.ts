@@ -144,6 +144,13 @@ export const KubernetesSchema = z
      * this long after still finds no such pod (seen gone twice, as Calico's IPAM GC does).
      */
     releaseGraceSeconds: z.number().min(0).max(600).default(5),
+    /**
+     * Read the pools from NetleasePool objects (domain/pool-object) instead of `pools`: watched,
+     * applied to the pool workflows as they change, their use written to each object's status.
+     */
+    poolObjects: z.boolean().default(false),
+    /** How often each NetleasePool's status (its use) is read and written, besides on a change. */
+    poolStatusIntervalSeconds: z.number().int().min(1).max(3600).default(30),
     /** Watch nodes and pods (hints that trigger verifying reads). */
     watch: z.boolean().default(true),
     /** Objects handled at once (a pod's pending events collapse into its latest state; one at a time per pod). */
@@ -188,7 +195,8 @@ export const LogLevelSchema = z.enum(['trace', 'debug', 'info', 'warn', 'error',
 export const NetleaseConfigSchema = z
   .object({
     temporal: TemporalConnectionSchema.default(TemporalConnectionSchema.parse({})),
-    pools: z.array(PoolSpecSchema).min(1, 'at least one pool is required'),
+    /** The pools; with `kubernetes.poolObjects` they come from the API instead (then none here). */
+    pools: z.array(PoolSpecSchema).default([]),
     reuseCooldownSeconds: z.number().min(0).default(30),
     activation: ActivationPolicySchema.default(ActivationPolicySchema.parse({})),
     /**
@@ -209,6 +217,15 @@ export const NetleaseConfigSchema = z
   })
   .strict()
   .superRefine((config, ctx) => {
+    const fromObjects = config.kubernetes?.poolObjects === true;
+    if (!fromObjects && config.pools.length === 0)
+      ctx.addIssue({ code: 'custom', path: ['pools'], message: 'at least one pool is required' });
+    if (fromObjects && config.pools.length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pools'],
+        message: 'the pools come from NetleasePool objects (kubernetes.poolObjects): remove them here',
+      });
     const seen = new Set<string>();
     config.pools.forEach((pool, i) => {
       if (seen.has(pool.name)) {

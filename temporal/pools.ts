@@ -59,6 +59,15 @@ export async function configurePoolWorkflows(client: Client, config: NetleaseCon
   for (const spec of config.pools) await configurePool(client, config, spec);
 }
 
+/**
+ * Opens one pool's workflow and configures it with `spec` (a NetleasePool's, as it changes). A
+ * refusal is a ConfigError and changes nothing: the pool keeps serving on the spec it has.
+ */
+export async function openAndConfigurePool(client: Client, config: NetleaseConfig, spec: PoolSpec) {
+  await openPool(client, config, spec);
+  await configurePool(client, config, spec);
+}
+
 /** Pools whose workflow closed (terminated from the UI) are started again; the reconciler's step. */
 export async function reopenClosedPools(client: Client, config: NetleaseConfig): Promise<string[]> {
   const reopened: string[] = [];

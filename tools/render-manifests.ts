@@ -1,6 +1,6 @@
 // The plain manifests for those without Helm, rendered from the chart (deploy/helm/netlease) with
 // its default values: `helm template` split by template file into deploy/00-namespace.yaml,
-// deploy/control/<name>.yaml and deploy/node-agent/<name>.yaml. test/integration/helm-chart checks
+// deploy/01-crd-<name>.yaml (the CustomResourceDefinitions), deploy/control/<name>.yaml and deploy/node-agent/<name>.yaml. test/integration/helm-chart checks
 // that the files under deploy/ are exactly this rendering, so the chart is the one source.
 // Usage: node dist/tools/render-manifests.js [--check]   (--check: exit 1 naming the files that differ)
 import { spawnSync } from 'node:child_process';
@@ -29,6 +29,7 @@ export function helm(args: string[]): string {
 /** deploy/'s path of a template: namespace.yaml first, then each component's directory. */
 function plainPath(template: string): string {
   if (template === 'namespace.yaml') return '00-namespace.yaml';
+  if (template.startsWith('crd-')) return `01-${template}`; // cluster-wide, before the components
   const component = ['control', 'node-agent'].find((c) => template.startsWith(`${c}-`));
   if (!component) throw new Error(`templates/${template} belongs to no component of deploy/`);
   return `${component}/${template.slice(component.length + 1)}`;

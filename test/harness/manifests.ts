@@ -1,6 +1,7 @@
 // The cluster manifests under deploy/, read in the order `kubectl apply -f` takes them:
-// `kubectl apply -f deploy/00-namespace.yaml -f deploy/control/ -f deploy/node-agent/` visits the
-// arguments in turn, each directory's files in lexical order, each file's documents in order.
+// `kubectl apply -f deploy/00-namespace.yaml -f deploy/01-crd-netleasepool.yaml -f deploy/control/
+// -f deploy/node-agent/` visits the arguments in turn, each directory's files in lexical order,
+// each file's documents in order.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';

@@ -40,6 +40,8 @@ export interface ScenarioOptions {
   kubeconfig?: string;
   /** When the reconciler ends a lease whose workflow task keeps failing (defaults otherwise). */
   wedgedLeases?: Partial<WedgedLeases>;
+  /** The pools come from NetleasePool objects (kubernetes.poolObjects), their status every second. */
+  poolObjects?: boolean;
 }
 
 export class Scenario {
@@ -63,10 +65,11 @@ export class Scenario {
   }
 
   get config() {
-    const { blockSize, nodeHistoryLimit } = this.options;
+    const { blockSize, nodeHistoryLimit, poolObjects } = this.options;
     const own = { name: this.temporal.taskQueue, cidrs: ['198.18.0.0/16', 'fd00:18::/64'] };
+    const pools = [{ ...own, ...(blockSize ? { blockSize } : {}) }, ...(this.options.morePools ?? [])];
     return testConfig(this.temporal.taskQueue, {
-      pools: [{ ...own, ...(blockSize ? { blockSize } : {}) }, ...(this.options.morePools ?? [])],
+      pools: poolObjects ? [] : pools,
       reuseCooldownSeconds: this.options.reuseCooldownSeconds ?? 1,
       ...(this.options.activation ? { activation: this.options.activation } : {}),
       ...(nodeHistoryLimit ? { nodeHistoryLimit } : {}),
@@ -75,6 +78,7 @@ export class Scenario {
         watch: this.options.watch ?? true,
         reconcileIntervalSeconds: this.options.reconcileIntervalSeconds ?? 3600,
         ...(this.options.wedgedLeases ? { wedgedLeases: this.options.wedgedLeases } : {}),
+        ...(poolObjects ? { poolObjects, poolStatusIntervalSeconds: 1 } : {}),
       },
     });
   }

@@ -97,6 +97,15 @@ test('values: Temporal address and TLS, pools, node-agent options, image', () =>
   }
 });
 
+test('poolObjects: the control worker reads its pools from NetleasePool objects, none from its file', () => {
+  const { control, objects } = render({ poolObjects: 'true' });
+  expect([control.pools, control.kubernetes?.poolObjects]).toEqual([[], true]);
+  expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toContain(
+    'CustomResourceDefinition/netleasepools.netlease.io',
+  );
+  expect(render().control.kubernetes?.poolObjects).toBe(false);
+});
+
 test('hostPaths.perNode: every host directory and the conflist paths are the node own', () => {
   const { daemonSet } = render({ 'hostPaths.perNode': 'true', 'hostPaths.run': '/srv/run' });
   const pod = daemonSet.spec?.template.spec;

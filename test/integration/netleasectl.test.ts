@@ -366,14 +366,21 @@ test('nodes and pools: incarnation, blocks, used/free/cooling', async () => {
   const pools =
     await json<Array<{ name: string; blocks: unknown[]; nodes: string[]; used: number }>>('pools');
   expect(pools).toEqual([
-    expect.objectContaining({ name: scenario.temporal.taskQueue, nodes: [node], used: 6 }),
+    expect.objectContaining({ name: scenario.temporal.taskQueue, nodes: [node], used: 6, leaked: 0 }),
   ]);
+  // Per family, as a NetleasePool's status has them: a /16 of /26 blocks, 61 addresses each.
+  expect(pools[0]).toMatchObject({
+    families: [
+      { family: 4, capacity: 1024 * 61, allocated: 3, leaked: 0 },
+      { family: 6, allocated: 3, leaked: 0 },
+    ],
+  });
   expect(pools[0]?.blocks).toHaveLength(2);
 
   const poolsText = await ctl('pools');
   expect(poolsText.stdout).toMatch(
     new RegExp(
-      `^POOL\\s+CIDRS\\s+BLOCKS\\s+NODES\\s+USED\\s+FREE\\s+COOLING\\n${scenario.temporal.taskQueue}\\s+198\\.18\\.0\\.0/16,fd00:18::/64\\s+2\\s+1\\s+6\\s`,
+      `^POOL\\s+CIDRS\\s+BLOCKS\\s+NODES\\s+USED\\s+FREE\\s+COOLING\\s+LEAKED\\s+CAPACITY\\n${scenario.temporal.taskQueue}\\s+198\\.18\\.0\\.0/16,fd00:18::/64\\s+2\\s+1\\s+6\\s`,
     ),
   );
 

@@ -27,6 +27,11 @@ test('kubernetes: the pod watcher reads the eth0 lease of each pod unless told o
   expect(read(' {podInterfaces: [eth0, net1]}').kubernetes?.podInterfaces).toEqual(['eth0', 'net1']);
 });
 
+test('kubernetes.poolObjects: the pools come from the API, none from the file', () => {
+  const config = parseConfigText('kubernetes: {poolObjects: true}\n', 'netlease.yaml');
+  expect([config.pools, config.kubernetes?.poolStatusIntervalSeconds]).toEqual([[], 30]);
+});
+
 test.each([
   [
     '{"pools":[{"name":"a","cidrs":["198.18.0.0/33"]}]}',
@@ -49,6 +54,11 @@ test.each([
     /pools\[1\]\.name: duplicate pool "a"/,
   ],
   ['{"pools":[]}', /pools: at least one pool is required/],
+  ['{}', /pools: at least one pool is required/],
+  [
+    '{"pools":[{"name":"a","cidrs":["198.18.0.0/16"]}],"kubernetes":{"poolObjects":true}}',
+    /pools: the pools come from NetleasePool objects \(kubernetes\.poolObjects\): remove them here/,
+  ],
   [
     '{"pools":[{"name":"a","cidrs":["198.18.0.0/16"]}],"temporal":{"tls":{"clientCertFile":"c.pem"}}}',
     /temporal\.tls\.clientKeyFile: required with clientCertFile/,

@@ -1,5 +1,6 @@
 // The control worker: lease, node, pool and reconcile workflows plus the cluster-side activities;
-// with a `kubernetes` section also the node and pod watchers and the reconciler schedule.
+// with a `kubernetes` section also the node and pod watchers and the reconciler schedule, and with
+// `kubernetes.poolObjects` the NetleasePool objects (the pools, and their status).
 import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createControlActivities } from '../../activities/control';
@@ -11,6 +12,7 @@ import { configurePoolWorkflows, openPoolWorkflows } from '../../temporal/pools'
 import { silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
 import { configurePoolsWhileRunning } from './pool-configuration';
+import { followPoolObjects, type PoolObjects } from './pool-objects';
 import { failpointSinks } from './failpoint-sinks';
 import { startMetricsSampler, type MetricsSampler } from './metrics-sampler';
 import { ensureReconcileSchedule, triggerReconcile } from './reconcile-schedule';
@@ -53,7 +55,9 @@ export async function createControlWorker(
   });
   let watches: Watches | undefined;
   let sampler: MetricsSampler | undefined;
+  let poolObjects: PoolObjects | undefined;
   const quiesce = async () => {
+    poolObjects?.stop();
     await watches?.stop();
     await sampler?.stop();
   };
@@ -76,6 +80,10 @@ export async function createControlWorker(
       });
       await configuring.firstTry.catch(stop);
       const refused = configuring.done.catch(stop);
+      if (kube && config.kubernetes?.poolObjects) {
+        const statusIntervalSeconds = config.kubernetes.poolStatusIntervalSeconds;
+        poolObjects = followPoolObjects({ kube, client, config, statusIntervalSeconds, log });
+      }
       if (kube && reader && config.kubernetes) {
         await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
         const site = { kube, reader, client, taskQueue, settings: config.kubernetes, log };

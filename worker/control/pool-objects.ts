@@ -1,0 +1,141 @@
+// The pools as NetleasePool objects (kubernetes.poolObjects). Every replica watches them and applies
+// each generation of a spec to its pool workflow (opened, then configured). A change the pool
+// refuses (it would move addresses out from under handed-out blocks, domain/pool-change) changes
+// nothing and is reported in the object's Ready condition; the worker goes on. `config.pools` holds
+// the specs the pools serve (what the activities and the reconciler read); a deleted object's pool
+// keeps its entry, for its workflow keeps serving the leases it has. Each object's status (its use
+// per family and conditions) is written on a change and every poolStatusIntervalSeconds.
+import type { Client } from '@temporalio/client';
+import { ConfigError, type NetleaseConfig, type PoolSpec } from '../../domain/config';
+import {
+  POOLS_PATH,
+  PoolObjectSchema,
+  poolObjectStatus,
+  poolSpecOf,
+  type Applied,
+  type PoolObject,
+} from '../../domain/pool-object';
+import type { FamilyUse } from '../../domain/pool-use';
+import type { KubeClients } from '../../kubernetes/kube';
+import { writePoolStatus } from '../../kubernetes/pool-objects';
+import { watchForever } from '../../kubernetes/watch-loop';
+import { errorMessage, type Log } from '../../observability/log';
+import { openAndConfigurePool } from '../../temporal/pools';
+import { readPoolUse } from '../../temporal/pool-use';
+
+export interface PoolObjects {
+  /** Applies what is pending and writes every object's status now (also on the timer). */
+  refresh(): Promise<void>;
+  stop(): void;
+}
+
+export interface PoolObjectsSite {
+  kube: KubeClients;
+  client: Client;
+  config: NetleaseConfig;
+  statusIntervalSeconds: number;
+  log: Log;
+}
+
+interface Followed {
+  object: PoolObject;
+  /** The generation `applied` is about. */
+  generation: number;
+  applied: Applied;
+}
+
+const withSpec = (pools: PoolSpec[], spec: PoolSpec) => [...pools.filter((p) => p.name !== spec.name), spec];
+
+export function followPoolObjects(site: PoolObjectsSite): PoolObjects {
+  const { kube, client, config, log } = site;
+  const followed = new Map<string, Followed>();
+  // One step at a time: the watch's handling and the timer's refresh never interleave.
+  let turn: Promise<unknown> = Promise.resolve();
+  const serial = <T>(step: () => Promise<T>): Promise<T> => {
+    const next = turn.then(step);
+    turn = next.catch(() => undefined);
+    return next;
+  };
+
+  /** The spec applied to its pool workflow, or why not (refused and invalid stay until the spec changes). */
+  const apply = async (object: PoolObject): Promise<Applied> => {
+    const parsed = poolSpecOf(object);
+    if ('invalid' in parsed) return { state: 'invalid', message: parsed.invalid };
+    const { spec } = parsed;
+    try {
+      await openAndConfigurePool(client, { ...config, pools: withSpec(config.pools, spec) }, spec);
+    } catch (err) {
+      if (err instanceof ConfigError) return { state: 'refused', message: err.message };
+      return { state: 'pending', message: `not applied yet (${errorMessage(err)}); trying again` };
+    }
+    config.pools.splice(0, config.pools.length, ...withSpec(config.pools, spec));
+    return { state: 'applied' };
+  };
+
+  const use = async (names: string[]): Promise<Map<string, FamilyUse[]>> => {
+    const served = config.pools.filter((p) => names.includes(p.name));
+    try {
+      return await readPoolUse(client, config.temporal.taskQueue, served);
+    } catch (err) {
+      log.warn({ error: errorMessage(err) }, 'reading the pools’ use failed; their status says Unknown');
+      return new Map();
+    }
+  };
+
+  const writeStatus = async (name: string, uses: Map<string, FamilyUse[]>) => {
+    const f = followed.get(name);
+    if (!f) return;
+    const status = poolObjectStatus(f.object, f.applied, uses.get(name), new Date());
+    await writePoolStatus(kube, name, status).catch((err: unknown) =>
+      log.warn({ pool: name, error: errorMessage(err) }, 'writing a NetleasePool status failed'),
+    );
+  };
+
+  const reapply = async (f: Followed) => {
+    const applied = await apply(f.object);
+    if (applied.state === 'refused')
+      log.warn({ pool: f.object.metadata.name, why: applied.message }, 'NetleasePool change refused');
+    Object.assign(f, { applied, generation: f.object.metadata.generation });
+  };
+
+  const handle = async (type: string, raw: unknown) => {
+    const parsed = PoolObjectSchema.safeParse(raw);
+    if (!parsed.success) return log.warn({ error: parsed.error.message }, 'not a NetleasePool; ignored');
+    const object = parsed.data;
+    const { name, generation } = object.metadata;
+    if (type === 'DELETED') {
+      followed.delete(name);
+      return log.info({ pool: name }, 'NetleasePool deleted: its pool keeps serving the leases it has');
+    }
+    const known = followed.get(name);
+    if (known) known.object = object; // its latest status too: conditions keep their transition times
+    if (known && known.generation === generation && known.applied.state !== 'pending') return;
+    const f = known ?? { object, generation, applied: { state: 'pending', message: 'not applied yet' } };
+    followed.set(name, f);
+    await reapply(f);
+    await writeStatus(name, await use([name]));
+  };
+
+  const refresh = () =>
+    serial(async () => {
+      for (const f of followed.values()) if (f.applied.state === 'pending') await reapply(f);
+      const uses = await use([...followed.keys()]);
+      for (const name of followed.keys()) await writeStatus(name, uses);
+    });
+
+  const loop = watchForever(
+    kube,
+    POOLS_PATH,
+    (type, object) => serial(() => handle(type, object)),
+    (err) => log.warn({ watch: 'netleasepools', error: errorMessage(err) }, 'watch error; reopening'),
+  );
+  const timer = setInterval(() => void refresh().catch(() => undefined), site.statusIntervalSeconds * 1000);
+  timer.unref();
+  return {
+    refresh,
+    stop() {
+      clearInterval(timer);
+      loop.stop();
+    },
+  };
+}
