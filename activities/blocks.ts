@@ -22,8 +22,7 @@ import type { ControlDeps } from './deps';
 import { callUpdate } from './update-call';
 import { UpdateBatches, type Settled } from './update-batches';
 import { RebuildRequests } from './rebuild-requests';
-import { poolStart } from '../temporal/pools';
-import { startAgain } from '../temporal/start-again';
+import { poolStart, startPoolAgain } from '../temporal/pools';
 import { compensationBlocksReturned } from '../observability/control-metrics';
 
 export interface AcquireBlockInput {
@@ -92,9 +91,7 @@ export function blockActivities({ client, config }: ControlDeps) {
     return callUpdate(() =>
       withStart().catch(async (err: unknown) => {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        await startAgain(client, poolWorkflowId(pool), POOL_WORKFLOW_TYPE, (why) =>
-          poolStart(config, spec(pool, requests), why),
-        );
+        await startPoolAgain(client, config, spec(pool, requests));
         return withStart();
       }),
     );

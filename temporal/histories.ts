@@ -6,7 +6,9 @@ import { defaultPayloadConverter, tsToMs } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { AddressGrant, Allocation } from '../domain/allocation';
 import { nodeWorkflowId } from '../domain/ids';
+import type { PoolSpec } from '../domain/pool-spec';
 import type { NodeOperation, OperationOutcome } from '../workflows/node-messages';
+import type { PoolInput } from '../workflows/pool-messages';
 import { unlessGone } from './workflow-gone';
 
 type Payload = temporal.api.common.v1.IPayload;
@@ -186,4 +188,35 @@ export async function historyRetentionMs(client: Client, namespace: string): Pro
   const { config } = await client.workflowService.describeNamespace({ namespace });
   const ttl = config?.workflowExecutionRetentionTtl;
   return ttl ? tsToMs(ttl) : undefined;
+}
+
+/**
+ * The spec a closed pool run served last: its start's (carried state, else input), then each
+ * `configure` update it accepted and completed. Undefined when its history is gone.
+ */
+export async function servedPoolSpec(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<PoolSpec | undefined> {
+  const events = await unlessGone(
+    async () => (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [],
+    undefined,
+  );
+  if (!events) return undefined;
+  const input = decode(events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]) as
+    PoolInput | undefined;
+  let served = input?.state?.spec ?? input?.spec;
+  const configures = new Map<string, PoolSpec>();
+  for (const event of events) {
+    const accepted = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
+    if (accepted?.name === 'configure') {
+      const arg = decode(accepted.args?.payloads?.[0]) as { spec?: PoolSpec } | undefined;
+      if (arg?.spec) configures.set(String(event.eventId), arg.spec);
+    }
+    const completed = event.workflowExecutionUpdateCompletedEventAttributes;
+    const spec = completed && configures.get(String(completed.acceptedEventId));
+    if (spec && completed.outcome?.success) served = spec;
+  }
+  return served;
 }

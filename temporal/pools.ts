@@ -7,6 +7,7 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { NetleaseConfig, PoolSpec } from '../domain/config';
 import { ConfigError } from '../domain/config';
+import { FailureType } from '../domain/lease';
 import { poolWorkflowId } from '../domain/ids';
 import {
   CONFIGURED_POOLS_MEMO,
@@ -14,6 +15,7 @@ import {
   POOL_WORKFLOW_TYPE,
   type PoolInput,
 } from '../workflows/pool-messages';
+import { servedPoolSpec } from './histories';
 import { startAgain } from './start-again';
 import { isGoneError, isUpdateRefusal, unlessGone } from './workflow-gone';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -37,11 +39,22 @@ export async function openPoolWorkflows(client: Client, config: NetleaseConfig):
   for (const spec of config.pools) await openPool(client, config, spec);
 }
 
+/**
+ * Starts a closed pool's workflow again (naming the closed run) on the spec that run served, not
+ * on `spec`: the new run rebuilds its blocks, and a changed spec is then judged by `configure`
+ * against them like any change (a control worker with an unsafe change that found the pool
+ * terminated took its spec in unjudged: the soak). `spec` when the closed run's history is gone.
+ */
+export function startPoolAgain(client: Client, config: NetleaseConfig, spec: PoolSpec) {
+  const workflowId = poolWorkflowId(spec.name);
+  return startAgain(client, workflowId, POOL_WORKFLOW_TYPE, async (why, closedRunId) =>
+    poolStart(config, (await servedPoolSpec(client, workflowId, closedRunId)) ?? spec, why),
+  );
+}
+
 /** Started when it never ran, started again (naming the closed run) when it closed. */
 async function openPool(client: Client, config: NetleaseConfig, spec: PoolSpec): Promise<void> {
-  const closed = await startAgain(client, poolWorkflowId(spec.name), POOL_WORKFLOW_TYPE, (why) =>
-    poolStart(config, spec, why),
-  );
+  const closed = await startPoolAgain(client, config, spec);
   if (closed === undefined)
     await client.workflow.start(POOL_WORKFLOW_TYPE, {
       ...poolStart(config, spec),
@@ -72,9 +85,7 @@ export async function openAndConfigurePool(client: Client, config: NetleaseConfi
 export async function reopenClosedPools(client: Client, config: NetleaseConfig): Promise<string[]> {
   const reopened: string[] = [];
   for (const spec of config.pools) {
-    const closed = await startAgain(client, poolWorkflowId(spec.name), POOL_WORKFLOW_TYPE, (why) =>
-      poolStart(config, spec, why),
-    );
+    const closed = await startPoolAgain(client, config, spec);
     if (closed === undefined || closed === 'RUNNING') continue;
     await configurePool(client, config, spec);
     reopened.push(spec.name);
@@ -91,6 +102,16 @@ const closedMeanwhile = (err: unknown): boolean =>
 /** Times a pool closed under its configure is opened again before the control worker gives up. */
 const REOPENS = 5;
 
+/** How long a changed spec waits for a run rebuilding its blocks (it asks again every half second). */
+const REBUILD_WAIT_MS = 120_000;
+const REBUILD_POLL_MS = 500;
+
+/** The run was rebuilding its blocks: it could not judge a changed spec yet (workflows/pool). */
+const stillRebuilding = (err: unknown): boolean =>
+  isUpdateRefusal(err) && (err.cause as { type?: string } | undefined)?.type === FailureType.tableRebuilding;
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
  * The pool's own check of the spec; a refusal is a ConfigError. A run that closed before it took
  * the update is started again (it rebuilds its blocks) and asked again.
@@ -98,11 +119,13 @@ const REOPENS = 5;
 async function configurePool(client: Client, config: NetleaseConfig, spec: PoolSpec): Promise<void> {
   const configuredPools = config.pools.map((p) => p.name);
   const handle = client.workflow.getHandle(poolWorkflowId(spec.name));
-  for (let reopened = 0; ; reopened++) {
+  const askUntil = Date.now() + REBUILD_WAIT_MS;
+  for (let reopened = 0; ;) {
     try {
       return void (await handle.executeUpdate(configureUpdate, { args: [{ spec, configuredPools }] }));
     } catch (err) {
-      if (closedMeanwhile(err) && reopened < REOPENS) await openPool(client, config, spec);
+      if (closedMeanwhile(err) && reopened++ < REOPENS) await openPool(client, config, spec);
+      else if (stillRebuilding(err) && Date.now() < askUntil) await delay(REBUILD_POLL_MS);
       else if (err instanceof WorkflowUpdateFailedError)
         throw new ConfigError(err.cause?.message ?? err.message);
       else throw err;

@@ -9,23 +9,25 @@ import {
 } from '@temporalio/client';
 import { unlessGone } from './workflow-gone';
 
+type StartOptions = Omit<WorkflowStartOptions, 'workflowId'>;
+
 /**
- * Starts `workflowId` again when its latest run is closed; `options(why)` are its start options,
- * `why` naming the closed run. Returns how that run closed ('RUNNING' when one runs: nothing
- * done; undefined when it never ran).
+ * Starts `workflowId` again when its latest run is closed; `options(why, closedRunId)` are its
+ * start options, `why` naming the closed run. Returns how that run closed ('RUNNING' when one
+ * runs: nothing done; undefined when it never ran).
  */
 export async function startAgain(
   client: Client,
   workflowId: string,
   workflowType: string,
-  options: (why: string) => Omit<WorkflowStartOptions, 'workflowId'>,
+  options: (why: string, closedRunId: string) => StartOptions | Promise<StartOptions>,
 ): Promise<string | undefined> {
   const previous = await unlessGone(() => client.workflow.getHandle(workflowId).describe(), undefined);
   if (!previous || previous.status.name === 'RUNNING') return previous?.status.name;
   const why = `run ${previous.runId} ${previous.status.name}`;
   await client.workflow
     .start(workflowType, {
-      ...options(why),
+      ...(await options(why, previous.runId)),
       workflowId,
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',

@@ -117,6 +117,7 @@ class Pool {
       validator: (configuration) => {
         validated(PoolConfigurationSchema, 'configure')(configuration);
         const { spec } = configuration as { spec: PoolState['spec'] };
+        this.refuseWhileRebuilding(spec);
         const refused = refusedPoolChange(this.state.spec, spec, Object.keys(this.state.blocks));
         if (refused) throw new Error(refused);
       },
@@ -127,6 +128,19 @@ class Pool {
       { validator: validated(RebuildRequestSchema, 'rebuild') },
     );
     setHandler(poolStateQuery, () => this.carried());
+  }
+
+  /**
+   * A changed spec cannot be judged while the blocks are being rebuilt (the table is not whole
+   * yet): refused as "rebuilding", and the control worker asks again. A validator's refusal writes
+   * nothing to history, so older histories replay as they were.
+   */
+  private refuseWhileRebuilding(spec: PoolState['spec']): void {
+    if (this.rebuilding && JSON.stringify(spec) !== JSON.stringify(this.state.spec))
+      throw ApplicationFailure.nonRetryable(
+        `pool ${spec.name} is rebuilding its blocks; the change is judged once it is done`,
+        FailureType.tableRebuilding,
+      );
   }
 
   carried(): PoolState {

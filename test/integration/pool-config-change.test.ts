@@ -94,6 +94,22 @@ test('a change of blockSize, cidrs or exclude under a handed-out block is refuse
   expect(await spec()).toEqual(['198.18.0.0/24', 'fd00:18::/64', '198.18.1.0/24']);
 }, 300_000);
 
+test('a pool terminated (the UI) and started again by a worker with an unsafe change keeps the spec it served, and the change is refused (seen red: the worker ran on gateway none)', async () => {
+  const pool = temporal.client.workflow.getHandle(poolWorkflowId(temporal.taskQueue));
+  const running = start({ cidrs: ['198.18.0.0/24', 'fd00:18::/64', '198.18.1.0/24'] }); // the last applied
+  await untilControlStarted(running);
+  const { spec: served, blocks } = await pool.query(poolStateQuery);
+  expect(Object.keys(blocks).length).toBeGreaterThan(0); // the first test's lease holds one
+  await stopPid(running.pid);
+  await pool.terminate('test: an operator terminates the pool workflow');
+  expect(await refusal({ ...served, gateway: 'none' })).toMatch(
+    /gateway changed from \W+first\W+ to \W+none/,
+  );
+  const again = start({ cidrs: served.cidrs });
+  await untilControlStarted(again);
+  expect((await pool.query(poolStateQuery)).spec).toEqual(served);
+}, 300_000);
+
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed(temporal, 3);
 });
