@@ -17,6 +17,7 @@ import {
   connectTest,
   runControlWorker,
   serveTestCniApi,
+  temporalAddress,
   testConfig,
   type RunningWorker,
   type TestTemporal,
@@ -148,6 +149,31 @@ export class Scenario {
   /** The allocation table of this scenario's pool on a node. */
   async table(nodeName: string) {
     return (await this.nodeState(nodeName)).tables[this.temporal.taskQueue];
+  }
+
+  /** The pod's owners of `addresses` in its node's table: its lease, for each (a recovered lease kept them). */
+  async owners(nodeName: string, addresses: string[]): Promise<Array<string | undefined>> {
+    const table = await this.table(nodeName);
+    return addresses.map((address) => table?.allocations[address]?.owner);
+  }
+
+  /** The pod is deleted and the reconciler's run releases its lease, as any lease. */
+  async deletedAndReleased(pod: { name: string; uid: string }): Promise<LeaseState> {
+    await this.cluster.deletePod(pod.name);
+    await this.reconcile();
+    return this.waitForPhase(pod.uid, 'Released');
+  }
+
+  /** netleasectl's connection flags for this scenario's Temporal, task queue and cluster. */
+  ctlFlags(): string[] {
+    return [
+      '--address',
+      temporalAddress(),
+      '--task-queue',
+      this.temporal.taskQueue,
+      '--kubeconfig',
+      kubeconfigPath(),
+    ];
   }
 
   nodeState(nodeName: string) {

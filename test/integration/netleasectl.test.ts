@@ -22,7 +22,6 @@ import { freePort, runToEnd, type Finished } from '../../tools/processes';
 import { failingWorkflowTask } from '../../temporal/workflow-task';
 import { conflist, NetworkSchema } from '../../worker/agent/install-cni';
 import { loadAllocationUpdate } from '../../workflows/node-messages';
-import { kubeconfigPath } from '../harness/kube';
 import { untilListed } from '../harness/listed';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
@@ -48,16 +47,7 @@ function ctl(...args: string[]): Promise<Finished> {
 }
 
 function connection(): string[] {
-  return [
-    '--address',
-    temporalAddress(),
-    '--task-queue',
-    scenario.temporal.taskQueue,
-    '--kubeconfig',
-    kubeconfigPath(),
-    '--ui',
-    'http://ui.example:8233',
-  ];
+  return [...scenario.ctlFlags(), '--ui', 'http://ui.example:8233'];
 }
 
 /** The pinned Temporal CLI (what docs/operating.md tells operators to use) against the test server. */

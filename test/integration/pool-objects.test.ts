@@ -15,7 +15,7 @@ import { kubeconfigPath } from '../harness/kube';
 import { installPoolCrd, poolObjects, type PoolObjectsApi } from '../harness/pool-objects';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
-import { temporalAddress, uniqueName } from '../harness/temporal';
+import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { connectKube } from '../../kubernetes/kube';
 
@@ -155,18 +155,7 @@ test('status: capacity, allocated, reserved, cooldown and leaked per family are 
     `ipv4 status ${JSON.stringify(expected)}`,
   );
   const object = await pools.read(poolName());
-  const run = await runToEnd('node', [
-    CLI,
-    'pools',
-    '-o',
-    'json',
-    '--address',
-    temporalAddress(),
-    '--task-queue',
-    scenario.temporal.taskQueue,
-    '--kubeconfig',
-    kubeconfigPath(),
-  ]);
+  const run = await runToEnd('node', [CLI, 'pools', '-o', 'json', ...scenario.ctlFlags()]);
   expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
   const listed = (
     JSON.parse(run.stdout) as Array<{ name: string; families: Array<Family & { family: number }> }>

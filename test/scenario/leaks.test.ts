@@ -60,13 +60,11 @@ test('a terminated lease whose pod runs: started again with the same addresses a
   const again = await scenario.waitForPhase(pod.uid, 'Running');
   expect(again.addresses).toEqual(before.addresses);
   expect(again.attachments.map((a) => a.containerId)).toEqual(before.attachments.map((a) => a.containerId));
-  const table = await scenario.table(pod.node);
-  for (const address of pod.addresses)
-    expect(table?.allocations[address]?.owner).toBe(`lease/${pod.uid}/eth0`);
+  expect(await scenario.owners(pod.node, pod.addresses)).toEqual(
+    pod.addresses.map(() => `lease/${pod.uid}/eth0`),
+  );
   // Once the pod goes, the new run is released as any lease is.
-  await scenario.cluster.deletePod(pod.name);
-  await scenario.reconcile();
-  await scenario.waitForPhase(pod.uid, 'Released');
+  await scenario.deletedAndReleased(pod);
 }, 120_000);
 
 test('the sweep releases only a pod seen gone twice: a list that missed it is corrected by the second look', async () => {

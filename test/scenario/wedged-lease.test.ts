@@ -108,13 +108,11 @@ test('a wedged lease whose pod runs: ended, then started again with its addresse
   expect(again.attachments.map((a) => a.containerId)).toEqual(
     pod.before.attachments.map((a) => a.containerId),
   );
-  const table = await scenario.table(pod.node);
-  for (const address of pod.addresses)
-    expect(table?.allocations[address]?.owner).toBe(`lease/${pod.uid}/eth0`);
+  expect(await scenario.owners(pod.node, pod.addresses)).toEqual(
+    pod.addresses.map(() => `lease/${pod.uid}/eth0`),
+  );
   // The new run moves: the pod's deletion releases it as any lease.
-  await scenario.cluster.deletePod(pod.name);
-  await scenario.reconcile();
-  await scenario.waitForPhase(pod.uid, 'Released');
+  await scenario.deletedAndReleased(pod);
 }, 240_000);
 
 test('a wedged lease whose pod is gone: ended, and its addresses collected (seen red: held forever)', async () => {
