@@ -8,6 +8,9 @@ import { ip } from '../../kernel/ip';
 import { pause, until, type FaultContext } from './fault-context';
 import type { SoakNode } from './stack';
 
+/** What the new machine's set-up (agent, host namespace) takes beyond the absence, with room. */
+const MOVE_MARGIN_MS = 10_000;
+
 export class NodeFaults {
   constructor(private readonly ctx: FaultContext) {}
 
@@ -44,9 +47,12 @@ export class NodeFaults {
    */
   async move(node: SoakNode): Promise<string> {
     const { stack, workload } = this.ctx;
-    // Pods that were told their addresses are what the new kubelet runs again: wait for one.
-    await until(() => [...workload.ledger.values()].some((t) => t.node === node.name), 30_000);
-    const awayMs = this.ctx.random.int(500, 8000);
+    // Pods that were told their addresses are what the new kubelet runs again: wait for one that
+    // outlives the machine's absence (a pod deleted meanwhile is not run again), and keep the
+    // absence shorter than its life (the set-up of the new machine takes a few seconds more).
+    await until(() => workload.lifeLeftOn(node) >= MOVE_MARGIN_MS + 500, 60_000);
+    const longest = Math.min(8000, workload.lifeLeftOn(node) - MOVE_MARGIN_MS);
+    const awayMs = this.ctx.random.int(500, Math.max(500, longest));
     const sandboxes = workload.machineGone(node, true);
     await stack.removeMachine(node);
     for (const netns of sandboxes) await ip(undefined, ['netns', 'del', netns]).catch(() => undefined);

@@ -93,6 +93,8 @@ interface PodRun {
   added: boolean;
   /** The kubelet of a new machine running it again: its other runtime calls wait for that. */
   rerun?: Promise<void>;
+  /** When its deletion begins (once Running): a moved node's fault picks a pod that outlives it. */
+  aliveUntil?: number;
 }
 
 /** A node's machine: `machine` changes with every new machine; `lost` when the pods went with it. */
@@ -145,6 +147,15 @@ export class Workload {
       else this.ledger.delete(uid);
     }
     return [...this.runs.values()].filter((r) => r.node === node).map((r) => r.sandbox.netns);
+  }
+
+  /** How long the longest-lived told pod on `node` has left before its deletion begins (ms; 0: none). */
+  lifeLeftOn(node: SoakNode): number {
+    const now = Date.now();
+    const left = [...this.runs.values()]
+      .filter((r) => r.node === node && r.told && !r.deleting && r.aliveUntil !== undefined)
+      .map((r) => (r.aliveUntil as number) - now);
+    return Math.max(0, ...left);
   }
 
   /** The new machine's kubelet runs every living pod that had an answer again, at once. */
@@ -228,7 +239,9 @@ export class Workload {
     if (this.random.chance(0.85)) await this.pods.setRunning(run.name).catch(() => undefined);
     else this.stats.neverRunning++;
     // Most live a moment; some long enough that a node's machine changes under them.
-    await pause(this.random.chance(0.15) ? this.random.int(5000, 30_000) : this.random.int(200, 2000));
+    const lifeMs = this.random.chance(0.15) ? this.random.int(5000, 30_000) : this.random.int(200, 2000);
+    run.aliveUntil = Date.now() + lifeMs;
+    await pause(lifeMs);
   }
 
   /**
