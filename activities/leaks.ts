@@ -8,6 +8,7 @@ import type { NetleaseConfig } from '../domain/config';
 import { leaseWorkflowId, madeByHand, nodeWorkflowId, releaseUpdateId } from '../domain/ids';
 import { isTerminal, type PodFact } from '../domain/k8s';
 import type { LeaseState } from '../domain/lease';
+import { leaseRunFromHistory, type HeldAttachment } from '../temporal/lease-history';
 import { leaseStartOptions } from '../temporal/leases';
 import { unlessGone } from '../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
@@ -81,8 +82,10 @@ export async function collectLeak(client: Client, config: NetleaseConfig, leak: 
 
 /**
  * The lease of a living pod closed without a release: a new run of it, with the closed run's
- * sandboxes, takes its addresses back (the node gives an owner the addresses it holds). False when
- * the closed run's state cannot be read (then it is left to the operator: `netleasectl check`).
+ * sandboxes, takes its addresses back (the node gives an owner the addresses it holds). What the
+ * closed run held is asked of it (a query), or read from its history when it cannot answer (a
+ * history the worker cannot replay: a lease ended because its workflow task failed for good).
+ * False when neither names this lease (then it is left to the operator: `netleasectl check`).
  */
 export async function recoverLease(
   client: Client,
@@ -90,10 +93,7 @@ export async function recoverLease(
   leak: Leak,
   pod: PodFact,
 ): Promise<boolean> {
-  const closed = await client.workflow
-    .getHandle(leak.owner, leak.run)
-    .query(leaseStateQuery)
-    .catch((): LeaseState | undefined => undefined);
+  const closed = await heldByClosedRun(client, leak);
   if (!closed || leaseWorkflowId(closed.start.podUid, closed.start.ifName) !== leak.owner) return false;
   const attachments = closed.attachments.map(({ status: _status, ...sandbox }) => sandbox);
   await client.workflow.start(LEASE_WORKFLOW_TYPE, {
@@ -110,4 +110,14 @@ export async function recoverLease(
   });
   leasesRecovered.inc();
   return true;
+}
+
+type Held = Pick<LeaseState, 'start'> & { attachments: Array<HeldAttachment & { status?: string }> };
+
+/** The closed run's start and sandboxes: its own answer, else its history's. */
+async function heldByClosedRun(client: Client, leak: Leak): Promise<Held | undefined> {
+  const handle = client.workflow.getHandle(leak.owner, leak.run);
+  const answered = await handle.query(leaseStateQuery).catch(() => undefined);
+  if (answered) return answered;
+  return leaseRunFromHistory(client, leak.owner, leak.run).catch(() => undefined);
 }

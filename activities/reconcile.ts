@@ -3,6 +3,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ControlDeps } from './deps';
+import { WedgedLeasesSchema } from '../domain/config';
 import { knownLeases, knownNodes, type KnownLease } from '../temporal/visibility';
 import { decideNode, decidePod, type PodDecision } from '../domain/cluster-decisions';
 import { madeByHand } from '../domain/ids';
@@ -11,6 +12,7 @@ import type { ClusterReader } from '../kubernetes/cluster-reader';
 import { reopenClosedPools } from '../temporal/pools';
 import { applyNodeDecision, applyPodDecision } from '../temporal/signals';
 import { collectLeak, findLeaks, podLives, recoverLease } from './leaks';
+import { endWedgedLeases } from './wedged-leases';
 import {
   reconcileActions,
   reconcileLastReleased,
@@ -31,6 +33,13 @@ export interface ReconcileSummary {
   /** Leases whose workflow closed without a release: addresses collected, or the lease started again. */
   leaksCollected?: number;
   leasesRecovered?: number;
+  /**
+   * Lease runs whose workflow task had failed `wedgedLeases.failedTaskAttempts` times, ended by
+   * the sweep: each is then started again (`leasesRecovered`) or collected (`leaksCollected`).
+   */
+  wedgedLeasesEnded?: number;
+  /** Wedged lease runs left alone: more than `wedgedLeases.maxEndedPerRun` in one sweep. */
+  wedgedLeasesHeldBack?: number;
   /**
    * Open leases on interfaces the pod watcher does not read (`kubernetes.podInterfaces`): only
    * this sweep releases them once their pod is gone.
@@ -60,6 +69,8 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
         reconcileActions.inc({ action: 'confirmed_running' }, summary.confirmedRunning);
         reconcileActions.inc({ action: 'node_deleted' }, summary.nodesDeleted);
         reconcileActions.inc({ action: 'node_replaced' }, summary.nodesReplaced);
+        reconcileActions.inc({ action: 'wedged_lease_ended' }, summary.wedgedLeasesEnded ?? 0);
+        reconcileActions.inc({ action: 'wedged_lease_held_back' }, summary.wedgedLeasesHeldBack ?? 0);
         reconcileLastReleased.set(summary.released);
         reconcileLastSuccess.set(Date.now() / 1000);
         Context.current().log.info('reconciled', { ...summary });
@@ -78,14 +89,14 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
     const taskQueue = config.temporal.taskQueue;
     // Order matters: a lease known before the pod list was taken belongs to a pod created
     // before it, so a UID absent from the list is a pod that is really gone.
-    const leases = await knownLeases(client, taskQueue);
+    const listed = await knownLeases(client, taskQueue);
     const nodes = await knownNodes(client, taskQueue);
     const pods = new Map((await reader.listPods(beat('pods'))).map((p) => [p.uid, p]));
     const liveNodes = new Map(
       (await reader.listNodes(beat('nodes'))).map((n) => [n.metadata.name, n.metadata.uid]),
     );
     const summary: ReconcileSummary = {
-      leases: leases.length,
+      leases: listed.length,
       pods: pods.size,
       nodes: liveNodes.size,
       released: 0,
@@ -93,6 +104,8 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       nodesDeleted: 0,
       nodesReplaced: 0,
     };
+    // Before any signal: an ended run's lease is a closed one, for the leak collection below.
+    const leases = await withoutWedged(summary, listed);
     noteUnwatched(summary, leases);
     const releaseGraceMs = (config.kubernetes?.releaseGraceSeconds ?? 5) * 1000;
     const count = async (done: 'released' | 'confirmedRunning' | 'kept') => {
@@ -135,6 +148,30 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
     // A pool workflow terminated from the UI is started again (it rebuilds its blocks).
     await reopenClosedPools(client, config);
     return summary;
+  }
+
+  /** The listed leases but those whose run the sweep ended (its workflow task failed for good). */
+  async function withoutWedged(summary: ReconcileSummary, leases: KnownLease[]): Promise<KnownLease[]> {
+    const settings = config.kubernetes?.wedgedLeases ?? WedgedLeasesSchema.parse({});
+    const { ended, heldBack } = await endWedgedLeases(client, leases, settings);
+    Context.current().heartbeat({ what: 'workflow tasks' });
+    if (heldBack > 0) {
+      summary.wedgedLeasesHeldBack = heldBack;
+      Context.current().log.error(
+        `${heldBack} leases fail their workflow task on every attempt, more than wedgedLeases.maxEndedPerRun ` +
+          `(${settings.maxEndedPerRun}): a worker that cannot run their histories? None is ended; roll back, ` +
+          'or raise the limit once the cause is known (netleasectl check lists them)',
+      );
+    }
+    if (ended.length === 0) return leases;
+    summary.wedgedLeasesEnded = ended.length;
+    for (const run of ended)
+      Context.current().log.warn(
+        'lease run ended: its workflow task failed on every attempt; the lease is started again or its addresses collected',
+        { ...run },
+      );
+    const gone = new Set(ended.map((run) => run.workflowId));
+    return leases.filter((lease) => !gone.has(lease.workflowId));
   }
 
   /** Leases the pod watcher never reads by id: counted, and named once per run in a warning. */

@@ -30,6 +30,8 @@ const OPTIONS = {
   pod: { type: 'string' },
   all: { type: 'boolean' },
   reason: { type: 'string' },
+  at: { type: 'string' },
+  history: { type: 'boolean' },
   'node-agent-config': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },

@@ -7,7 +7,7 @@ import type { NodeTables } from '../domain/address-ownership';
 import { describeLease, type LeaseExecution } from '../temporal/visibility';
 import { FAILING_TASK_REMEDY, failingWorkflowTask } from '../temporal/workflow-task';
 import type { Context } from './context';
-import { mapLimited } from './resolve';
+import { mapLimited } from '../domain/map-limited';
 
 export interface Finding {
   check: 'addresses' | 'pods' | 'blocks' | 'tasks' | 'conflist';

@@ -5,7 +5,8 @@ import { leaseExecutions } from '../temporal/visibility';
 import { argument, onlyOptions, positionals, type CommandLine } from './args';
 import { uiLink, type Context, type Run } from './context';
 import { age, emit, table, time } from './output';
-import { leaseState, mapLimited } from './resolve';
+import { mapLimited } from '../domain/map-limited';
+import { leaseState } from './resolve';
 
 const Filters = z.object({
   node: z.string().min(1).max(253).optional(),

@@ -29,7 +29,7 @@ export const USAGE = `usage: netleasectl <command> [options]
 commands:
   leases [--node N] [--phase P] [--pod ns/name] [--all]   one row a lease (open ones; --all: closed too)
   lease <pod ns/name | pod uid | ip | workflow id>        a lease's state, attachments, phase history
-  ip <address>                                            who holds an address now, who held it before
+  ip <address> [--at T | --history]                      who holds an address now, held it at T, held it ever
   nodes                                                   incarnations and blocks per node
   pools                                                   blocks and used/free/cooling per pool
   check [--node-agent-config F]                           consistency check; exit 1 on a problem

@@ -9,7 +9,7 @@ import { poolStateQuery, type PoolState } from '../workflows/pool-messages';
 import { onlyOptions, positionals, type CommandLine } from './args';
 import type { Context, Run } from './context';
 import { emit, table } from './output';
-import { mapLimited } from './resolve';
+import { mapLimited } from '../domain/map-limited';
 
 export interface NodeView {
   name: string;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { LeaseState } from '../domain/lease';
 import { leaseStateQuery } from '../workflows/lease-messages';
 import { parseAddress } from '../domain/cidr';
+import { mapLimited } from '../domain/map-limited';
 import { describeLease, leaseExecutions, type LeaseExecution } from '../temporal/visibility';
 import { argument, OperationError } from './args';
 import type { Context } from './context';
@@ -86,22 +87,4 @@ export async function leaseState(context: Context, lease: LeaseExecution): Promi
   } catch {
     return undefined;
   }
-}
-
-/** Runs `work` over `items`, at most `limit` at a time, keeping the order. */
-export async function mapLimited<T, R>(
-  items: T[],
-  limit: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await work(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }

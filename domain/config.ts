@@ -107,6 +107,31 @@ export const KubeTimeoutsSchema = z
 export type KubeTimeouts = z.infer<typeof KubeTimeoutsSchema>;
 export const DEFAULT_KUBE_TIMEOUTS: KubeTimeouts = KubeTimeoutsSchema.parse({});
 
+/**
+ * A lease whose workflow task fails on every attempt (a history the worker cannot run, such as the
+ * SDK's update-order nondeterminism) does not move. The reconciler's sweep ends such a run once its
+ * pending workflow task reaches `failedTaskAttempts`; the lease is then started again with its
+ * sandboxes (pod running) or its addresses collected (pod gone), as for any terminated lease.
+ */
+export const WedgedLeasesSchema = z
+  .object({
+    /** The pending workflow task's attempt at which the run is ended (2: after one failure). */
+    failedTaskAttempts: z.number().int().min(2).max(100_000).default(10),
+    /**
+     * Open leases whose workflow task one sweep reads (a describe each, 16 at a time), taking
+     * turns across runs so a large cluster is covered in a few; 0: never read.
+     */
+    checksPerRun: z.number().int().min(0).max(1_000_000).default(1000),
+    /**
+     * More wedged runs than this in one sweep is not the SDK's rare ordering but a worker that
+     * cannot run their histories (a bad deploy): ending them would start every lease again, so
+     * the sweep ends none and says so (roll back, or raise this once the cause is known).
+     */
+    maxEndedPerRun: z.number().int().min(1).max(100_000).default(20),
+  })
+  .strict();
+export type WedgedLeases = z.infer<typeof WedgedLeasesSchema>;
+
 export const KubernetesSchema = z
   .object({
     /** Path to a kubeconfig; omitted: the in-cluster service account. */
@@ -136,6 +161,7 @@ export const KubernetesSchema = z
       .max(16)
       .refine((names) => new Set(names).size === names.length, 'names an interface twice')
       .default(['eth0']),
+    wedgedLeases: WedgedLeasesSchema.default(WedgedLeasesSchema.parse({})),
   })
   .strict();
 export type KubernetesConfig = z.infer<typeof KubernetesSchema>;

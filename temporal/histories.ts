@@ -163,3 +163,27 @@ export async function nodeAddressEvents(client: Client, nodeName: string): Promi
     events.push(...addressEventsOfRun(history, runId));
   return events;
 }
+
+/** The sandboxes (container ids) the ADDs of a lease named, over all its runs, first seen first. */
+export async function leaseSandboxes(client: Client, leaseId: string): Promise<string[]> {
+  const sandboxes: string[] = [];
+  for (const [, history] of await runHistories(client, leaseId))
+    for (const event of history) {
+      const input = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
+      if (input?.name !== 'consume' && input?.name !== 'confirmAnswer') continue;
+      const containerId = (decode(input.args?.payloads?.[0]) as { containerId?: unknown } | undefined)
+        ?.containerId;
+      if (typeof containerId === 'string' && !sandboxes.includes(containerId)) sandboxes.push(containerId);
+    }
+  return sandboxes;
+}
+
+/**
+ * How long the namespace keeps a closed run's history (its retention): the horizon of what
+ * histories can say. Undefined when the server does not say.
+ */
+export async function historyRetentionMs(client: Client, namespace: string): Promise<number | undefined> {
+  const { config } = await client.workflowService.describeNamespace({ namespace });
+  const ttl = config?.workflowExecutionRetentionTtl;
+  return ttl ? tsToMs(ttl) : undefined;
+}

@@ -4,6 +4,8 @@ import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 
 export interface FailingTask {
+  /** The run whose task fails. */
+  runId: string;
   /** The pending workflow task's attempt: 2 or more means it failed (or timed out) before. */
   attempt: number;
   /** The last WorkflowTaskFailed (or TimedOut) event's cause, as the worker reported it. */
@@ -21,7 +23,8 @@ export async function failingWorkflowTask(
   const description = await client.workflow.getHandle(workflowId, runId).describe();
   const attempt = description.raw.pendingWorkflowTask?.attempt ?? 0;
   if (attempt < 2) return undefined;
-  return { attempt, failure: await lastTaskFailure(client, workflowId, description.runId) };
+  const run = description.runId;
+  return { runId: run, attempt, failure: await lastTaskFailure(client, workflowId, run) };
 }
 
 /** The newest workflow task failure in the history, read from its end. */

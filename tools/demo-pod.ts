@@ -7,7 +7,9 @@ import { hostNodeName } from '../kubernetes/node-name';
 import { connectKube, kubeApiError, kubeCall, type KubeCallOptions } from '../kubernetes/kube';
 import { errorMessage } from '../observability/log';
 
-const kubeconfig = process.env.KUBECONFIG ?? join(__dirname, '..', '..', '.netlease', 'kube', 'kubeconfig');
+// npm start's local cluster, in its state directory (NETLEASE_STATE_DIR moves it, as for npm start).
+const stateDir = process.env.NETLEASE_STATE_DIR ?? join(__dirname, '..', '..', '.netlease');
+const kubeconfig = process.env.KUBECONFIG ?? join(stateDir, 'kube', 'kubeconfig');
 const namespace = 'default';
 
 async function main(): Promise<void> {

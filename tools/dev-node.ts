@@ -4,7 +4,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ip, netnsPath } from '../kernel/ip';
 import { netnsExists } from '../kernel/netns';
-import { NodeAgentConfigSchema } from '../domain/config';
+import {
+  DEFAULT_CNI_SOCKET,
+  DEFAULT_DELETE_QUEUE,
+  NodeAgentConfigSchema,
+  type NodeAgentConfig,
+  type TemporalConnection,
+} from '../domain/config';
 import { loadConfigFile } from '../worker/config-file';
 import { NODE_AGENT_NODE_FLAGS, PROCESS_ENV } from '../worker/process-flags';
 import { writeCniDir, type CniDir } from './cni-dir';
@@ -35,7 +41,7 @@ export async function ensureHostNetns(name: string): Promise<void> {
 export async function startDevNode(
   root: string,
   stateDir: string,
-  temporalAddress: string,
+  temporal: Pick<TemporalConnection, 'address' | 'namespace' | 'taskQueue'>,
   kubeconfig: string | undefined,
 ): Promise<DevNode> {
   const givenPath = process.env.NETLEASE_NODE_AGENT_CONFIG ?? join(root, 'deploy', 'dev', 'node-agent.yaml');
@@ -45,13 +51,11 @@ export async function startDevNode(
     given.kubernetes && !given.kubernetes.kubeconfig ? { ...given, kubernetes: { kubeconfig } } : given;
   const configPath = join(stateDir, 'node-agent.effective.json');
   writeFileSync(configPath, JSON.stringify(config, null, 2));
-  if (config.temporal.address !== temporalAddress)
-    throw new Error(`${givenPath}: temporal.address must be ${temporalAddress}, the dev server's`);
+  if (config.temporal.address !== temporal.address)
+    throw new Error(`${givenPath}: temporal.address must be ${temporal.address}, the dev server's`);
   if (config.hostNetns && !config.hostNetns.includes('/')) await ensureHostNetns(config.hostNetns);
 
-  const conflist = JSON.parse(readFileSync(join(root, 'deploy', 'dev', 'netlease-ptp.conflist'), 'utf8')) as {
-    name: string;
-  };
+  const conflist = runConflist(join(root, 'deploy', 'dev', 'netlease-ptp.conflist'), temporal, config);
   const cni = writeCniDir(join(stateDir, 'cni'), { [conflist.name]: conflist });
 
   console.log('netlease: starting the node agent');
@@ -66,4 +70,33 @@ export async function startDevNode(
     cni,
     hostNetns: config.hostNetns ? netnsPath(config.hostNetns) : undefined,
   };
+}
+
+interface Conflist {
+  name: string;
+  plugins: Array<Record<string, unknown>>;
+}
+
+/**
+ * The ptp conflist pointed at this run: its Temporal (NETLEASE_CONFIG may move it off
+ * 127.0.0.1:7233, and the agent serves a call on the network config's Temporal) and the agent's
+ * socket and DEL queue when NETLEASE_NODE_AGENT_CONFIG moves them off the defaults.
+ */
+function runConflist(
+  path: string,
+  temporal: Pick<TemporalConnection, 'address' | 'namespace' | 'taskQueue'>,
+  agent: Pick<NodeAgentConfig, 'cniSocket' | 'deleteQueue'>,
+): Conflist {
+  const conflist = JSON.parse(readFileSync(path, 'utf8')) as Conflist;
+  const paths = {
+    ...(agent.cniSocket !== DEFAULT_CNI_SOCKET ? { agentSocket: agent.cniSocket } : {}),
+    ...(agent.deleteQueue !== DEFAULT_DELETE_QUEUE ? { deleteQueue: agent.deleteQueue } : {}),
+  };
+  const { address, namespace, taskQueue } = temporal;
+  const plugins = conflist.plugins.map((plugin) =>
+    plugin.type === 'netlease'
+      ? { ...plugin, temporal: { address, namespace, taskQueue }, ...paths }
+      : plugin,
+  );
+  return { ...conflist, plugins };
 }

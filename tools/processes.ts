@@ -40,10 +40,11 @@ export interface Finished {
 export function runToEnd(
   command: string,
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; input?: string | Uint8Array; timeoutMs?: number } = {},
+  options: { env?: NodeJS.ProcessEnv; input?: string | Uint8Array; timeoutMs?: number; cwd?: string } = {},
 ): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const { env, cwd } = options;
+    const child = spawn(command, args, { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     // Bytes, decoded at the end: a character split between two chunks stays whole.
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];

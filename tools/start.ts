@@ -130,7 +130,7 @@ Temporal CLI: ${linkCli(server.cli)}
 Ctrl-C (or kill -INT ${process.pid}, or the npm process) stops everything; a crashed worker is restarted.`);
     return;
   }
-  const node = await startDevNode(root, stateDir, config.temporal.address, effective.kubernetes?.kubeconfig);
+  const node = await startDevNode(root, stateDir, config.temporal, effective.kubernetes?.kubeconfig);
   workers.push(supervise('node agent', node.startAgent, events));
   save();
 

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { consumeLease } from '../../cni/consume';
 import type { AddressGrant } from '../../domain/allocation';
-import type { ActivationPolicy } from '../../domain/config';
+import type { ActivationPolicy, WedgedLeases } from '../../domain/config';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { termsOf, type LeaseStart, type LeaseState } from '../../domain/lease';
 import { unlessGone } from '../../temporal/workflow-gone';
@@ -38,6 +38,8 @@ export interface ScenarioOptions {
   nodeHistoryLimit?: number;
   /** How the control worker reaches the cluster (default: the test's), e.g. through a TCP proxy. */
   kubeconfig?: string;
+  /** When the reconciler ends a lease whose workflow task keeps failing (defaults otherwise). */
+  wedgedLeases?: Partial<WedgedLeases>;
 }
 
 export class Scenario {
@@ -72,6 +74,7 @@ export class Scenario {
         kubeconfig: this.options.kubeconfig ?? kubeconfigPath(),
         watch: this.options.watch ?? true,
         reconcileIntervalSeconds: this.options.reconcileIntervalSeconds ?? 3600,
+        ...(this.options.wedgedLeases ? { wedgedLeases: this.options.wedgedLeases } : {}),
       },
     });
   }

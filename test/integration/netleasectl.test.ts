@@ -266,7 +266,78 @@ test('ip: the current holder and the previous one, with times', async () => {
 
   const text = await ctl('ip', v4('c'));
   expect(text.stdout).toContain(`Held by ${d}`);
-  expect(text.stdout).toMatch(/OWNER\s+POD\s+NODE\s+ALLOCATED\s+RELEASED\s+HOW/);
+  expect(text.stdout).toMatch(/OWNER\s+POD\s+UID\s+NODE\s+SANDBOX\s+ALLOCATED\s+RELEASED\s+HOW/);
+});
+
+interface Holder {
+  owner: string;
+  pod: string;
+  podUid: string;
+  node: string;
+  sandboxes: string[];
+  allocated: string;
+  released: string;
+}
+
+test('ip --history: every holder with pod, uid, node, sandbox, from and to, and how far back it reaches', async () => {
+  const view = await json<{ history: Holder[]; reachesBack: string }>('ip', v4('c'), '--history');
+  const [c, d] = view.history as [Holder, Holder];
+  expect(view.history).toHaveLength(2);
+  expect(c).toMatchObject({ pod: `${scenario.cluster.namespace}/c`, podUid: uids.c, node });
+  expect(d).toMatchObject({ pod: `${scenario.cluster.namespace}/d`, podUid: uids.d, node, released: '' });
+  const dSandbox = (await scenario.leaseState(uids.d as string)).attachments.map((a) => a.containerId);
+  expect(d.sandboxes).toEqual(dSandbox);
+  expect(c.sandboxes).toHaveLength(1);
+  expect(c.sandboxes[0]).not.toBe(d.sandboxes[0]);
+  // The dev server keeps closed runs for a day: the horizon is about a day ago.
+  expect(Date.now() - Date.parse(view.reachesBack)).toBeGreaterThan(3_600_000);
+  const text = await ctl('ip', v4('c'), '--history');
+  expect(text.stdout).toContain('Histories reach back to');
+});
+
+test('ip --at: the pod that held the address at that moment, nobody before, unknown past the horizon', async () => {
+  const { history } = await json<{ history: Holder[] }>('ip', v4('c'), '--history');
+  const [c, d] = history as [Holder, Holder];
+  const between = (from: string, to: string) =>
+    new Date((Date.parse(from) + Date.parse(to)) / 2).toISOString();
+  const at = async (moment: string) =>
+    json<{ holders: Holder[]; unknown: boolean }>('ip', v4('c'), '--at', moment);
+  expect((await at(between(c.allocated, c.released))).holders).toEqual([c]);
+  expect((await at(c.allocated)).holders).toEqual([c]); // from is inclusive, to exclusive
+  expect((await at(c.released)).holders).toEqual([]);
+  expect((await at(new Date(Date.parse(d.allocated) + 1).toISOString())).holders).toEqual([d]);
+  const before = await at(new Date(Date.parse(c.allocated) - 60_000).toISOString());
+  expect(before).toMatchObject({ holders: [], unknown: false });
+  const text = await ctl('ip', v4('c'), '--at', between(c.allocated, c.released));
+  expect(text.stdout).toContain(
+    `Held by pod ${scenario.cluster.namespace}/c (uid ${uids.c}) on node ${node}`,
+  );
+  // A year ago is before the kept history: not "nobody", unknown, exit 1.
+  const longAgo = await ctl('ip', v4('c'), '--at', '2025-11-27T00:00:00Z');
+  expect(longAgo.exitCode).toBe(1);
+  expect(longAgo.stdout).toContain('Unknown: that is before the kept history');
+});
+
+test('ip --at and --history refuse bad input by name, before connecting', async () => {
+  const offline = ['--address', '127.0.0.1:1'];
+  const garbage = await runToEnd('node', [CLI, 'ip', '198.18.0.1', '--at', 'yesterday', ...offline]);
+  expect({ exitCode: garbage.exitCode, stderr: garbage.stderr }).toEqual({
+    exitCode: 2,
+    stderr: expect.stringContaining('--at: must be a time with its zone'),
+  });
+  const noZone = await runToEnd('node', [CLI, 'ip', '198.18.0.1', '--at', '2026-11-27T14:05:00', ...offline]);
+  expect(noZone.exitCode).toBe(2);
+  const both = await runToEnd('node', [
+    CLI,
+    'ip',
+    '198.18.0.1',
+    '--at',
+    '2026-11-27T14:05:00Z',
+    '--history',
+    ...offline,
+  ]);
+  expect(both.exitCode).toBe(2);
+  expect(both.stderr).toContain('--at and --history: one or the other');
 });
 
 test('nodes and pools: incarnation, blocks, used/free/cooling', async () => {

@@ -2,6 +2,7 @@
 // for it, visibly Stalled after the policy's time, never released for it).
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import type { Attachment } from '../../domain/lease';
+import { brokenAt, failpoint } from '../failpoints';
 import { STALL_TIMER_KEPT } from './patches';
 import type { LeaseRun } from './run';
 
@@ -23,6 +24,8 @@ export class Running {
   confirmRunning(): void {
     const { run } = this;
     log.info('podRunning signal received', { phase: run.state.phase });
+    brokenAt('pod-running');
+    failpoint('pod-running');
     run.podRunning = true;
     if (run.state.phase === 'Active' || run.state.phase === 'Stalled') run.enter('Running', 'pod is Running');
   }
