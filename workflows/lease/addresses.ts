@@ -7,6 +7,8 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
+  condition,
   proxyActivities,
   proxyLocalActivities,
   TimeoutFailure,
@@ -69,14 +71,40 @@ function isFinal(err: unknown): boolean {
   return cause.nonRetryable || (retry?.nonRetryableErrorTypes ?? []).includes(cause.type ?? '');
 }
 
-/** The local call, then (not final, not cancelled) the ordinary one with the same input. */
+/**
+ * The local call, then (not final, not cancelled) the ordinary one with the same input. Whatever
+ * the local call's outcome, the lease goes on only once the other jobs of its activation have run.
+ */
 async function localFirst<T>(local: () => Promise<T>, remote: () => Promise<T>): Promise<T> {
-  try {
-    return await local();
-  } catch (err) {
-    if (isFinal(err)) throw err;
-    return remote();
-  }
+  const outcome = await local().then(
+    (value) => ({ ok: true as const, value }),
+    (err: unknown) => ({ ok: false as const, err }),
+  );
+  await CancellationScope.nonCancellable(activationSettled);
+  if (outcome.ok) return outcome.value;
+  if (isFinal(outcome.err)) throw outcome.err;
+  return remote();
+}
+
+/**
+ * Until the jobs of the current activation have run as far as they go. A local activity that
+ * outlives its workflow task (the task carried a query, or waited past its heartbeat at 80 % of
+ * the task timeout) has its result delivered in a later task: live, in an activation of its own
+ * once that task's other jobs have run; on replay, in the task's first activation beside them
+ * (sdk-core resolves a marker it finds among the task's commands when the task starts, and sorts
+ * local results after the other jobs). Its continuation would then race theirs microtask by
+ * microtask and issue its commands first where the live run issued them after (the soak: the
+ * fallback activity before a deactivate update's completion). The SDK asks blocked conditions
+ * again only once the activation's microtasks are done, so a condition false when first asked and
+ * true when asked again opens after them, both live and on replay. No command changes with it.
+ */
+function activationSettled(): Promise<void> {
+  let asked = false;
+  return condition(() => {
+    const again = asked;
+    asked = true;
+    return again;
+  });
 }
 
 type Summary = { summary: string };
