@@ -21,6 +21,7 @@ import {
 } from '../workflows/node-messages';
 import { poolSpec, type ControlDeps } from './deps';
 import { NodeBatches, OperationFailed } from './node-batches';
+import { SendAgain } from './update-batches';
 import { RebuildRequests } from './rebuild-requests';
 import { callUpdate } from './update-call';
 import { nodeWorkflowRestarts } from '../observability/control-metrics';
@@ -37,11 +38,14 @@ const BEAT_EVERY_MS = 1000;
 /**
  * Heartbeats through the whole activity (the quorum read, the wait on the node): a control worker
  * that dies mid-call is noticed within the heartbeat timeout, not the start-to-close (which set
- * the p99 of a SIGKILL). The SDK sends a heartbeat at most every 0.8 × that timeout.
+ * the p99 of a SIGKILL). The SDK sends a heartbeat at most every 0.8 × that timeout. (The lease
+ * runs them as local activities first, workflows/lease/addresses: those do not beat.)
  */
 async function beating<T>(work: () => Promise<T>): Promise<T> {
   const context = asyncLocalStorage.getStore();
-  const timer = context ? setInterval(() => context.heartbeat(), BEAT_EVERY_MS) : undefined;
+  // A local activity has no heartbeat: its workflow task's timeout notices a dead worker.
+  const beats = context && !context.info.isLocal;
+  const timer = beats ? setInterval(() => context.heartbeat(), BEAT_EVERY_MS) : undefined;
   try {
     return await work();
   } finally {
@@ -131,11 +135,18 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
   };
   const batches = new NodeBatches(sendBatch, new RebuildRequests(client, rebuildUpdate));
 
-  /** An operation's grants; its failure as the ApplicationFailure the lease decides on. */
+  /**
+   * An operation's grants; its failure as the ApplicationFailure the lease decides on. A local
+   * activity does not wait for a node that asks for the operation again (rebuilding its table, or
+   * continuing as new): it holds its lease's workflow task, which a rebuild's query of that lease
+   * waits for. The lease goes on with the same call as an ordinary activity (workflows/lease/addresses).
+   */
   const submit = async (nodeName: string, op: NodeOperation): Promise<AddressGrant[]> => {
+    const local = asyncLocalStorage.getStore()?.info.isLocal === true;
     try {
-      return await batches.submit(nodeName, op);
+      return await batches.submit(nodeName, op, !local);
     } catch (err) {
+      if (err instanceof SendAgain) throw ApplicationFailure.retryable(err.message, err.why);
       if (!(err instanceof OperationFailed)) throw err;
       const { message, type, nonRetryable } = err.failure;
       throw ApplicationFailure.create({ message, type, nonRetryable });

@@ -30,7 +30,7 @@ function settleOperation(
   if (!outcome) return { error: new Error(`node ${node} did not answer ${op.id}`) };
   if ('grants' in outcome) return { value: outcome.grants };
   const { type, run } = outcome.failure;
-  if (SEND_AGAIN.has(type)) return { again: true };
+  if (SEND_AGAIN.has(type)) return { again: true, why: type };
   // A reset run's answer is not used: it rebuilds its table first (workflows/node/rebuild).
   if (type === FailureType.tableUnverified && run && rebuilds) return rebuilds.ask(nodeWorkflowId(node), run);
   return { error: new OperationFailed(outcome.failure) };

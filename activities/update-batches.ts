@@ -4,11 +4,21 @@
 // and refuses the rest, so one update per request turned a burst into refusals and retries with
 // back-off; a batch also costs the workflow's history one update's events, not one per request.
 
-/** What one request's answer in a batch means: its value, send it again, or its failure. */
-export type Settled<R> = { value: R } | { again: true } | { error: Error };
+/** What one request's answer in a batch means: its value, send it again (and why), or its failure. */
+export type Settled<R> = { value: R } | { again: true; why?: string } | { error: Error };
+
+/** A request the workflow asked to send again, whose caller would rather not wait for that. */
+export class SendAgain extends Error {
+  override name = 'SendAgain';
+  constructor(readonly why: string | undefined) {
+    super(`sent again later: ${why ?? 'the workflow asked'}`);
+  }
+}
 
 interface Waiting<Op, R> {
   op: Op;
+  /** False: a "send again" answer rejects it (SendAgain) instead of keeping it for the next batch. */
+  sendAgain: boolean;
   resolve(value: R): void;
   reject(err: unknown): void;
 }
@@ -31,14 +41,16 @@ export class UpdateBatches<Op extends { id: string }, Outcome extends { id: stri
     private readonly settle: (key: string, op: Op, outcome: Outcome | undefined) => Settled<R>,
   ) {}
 
-  submit(key: string, op: Op): Promise<R> {
+  /** `sendAgain` false: the caller is told (SendAgain) when the workflow asks for the request again. */
+  submit(key: string, op: Op, sendAgain = true): Promise<R> {
     return new Promise((resolve, reject) => {
+      const waiting = { op, sendAgain, resolve, reject };
       const queue = this.queues.get(key);
       if (queue) {
-        queue.push({ op, resolve, reject });
+        queue.push(waiting);
         return;
       }
-      this.queues.set(key, [{ op, resolve, reject }]);
+      this.queues.set(key, [waiting]);
       void this.drain(key);
     });
   }
@@ -79,7 +91,8 @@ export class UpdateBatches<Op extends { id: string }, Outcome extends { id: stri
     for (const waiting of batch) {
       const settled = this.settle(key, waiting.op, byId.get(waiting.op.id));
       if ('value' in settled) waiting.resolve(settled.value);
-      else if ('again' in settled) again.push(waiting);
+      else if ('again' in settled && waiting.sendAgain) again.push(waiting);
+      else if ('again' in settled) waiting.reject(new SendAgain(settled.why));
       else waiting.reject(settled.error);
     }
     return again;

@@ -5,8 +5,16 @@ import type { Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
 import { attachmentDifferences } from '../kernel/attachment-check';
 import { leaseWorkflowId } from '../domain/ids';
-import { termsOf, type Attachment, type LeaseStart, type LeaseState, type Sandbox } from '../domain/lease';
-import type { OfferRecord } from '../domain/offer';
+import {
+  termsOf,
+  type Attachment,
+  type InterfaceMaker,
+  type LeaseGrant,
+  type LeaseStart,
+  type LeaseState,
+  type Sandbox,
+} from '../domain/lease';
+import type { Offer, OfferRecord } from '../domain/offer';
 import { routesFor } from '../domain/routes';
 import { poolTaskQueue, unopenedPool } from '../temporal/pools';
 import { consumeLease } from './consume';
@@ -30,6 +38,10 @@ export interface OfferAnswers {
     sandbox: Sandbox,
     temporal: Pick<TemporalConnection, 'address' | 'namespace'>,
   ): Promise<OfferRecord | undefined>;
+  /** Whether this ADD's interface is the agent's to make (the lease then grants it as an offer). */
+  makes(start: LeaseStart, temporal: Pick<TemporalConnection, 'address' | 'namespace'>): boolean;
+  /** A consume's grant to the agent, answered as `take` answers; undefined: ask the lease to make it. */
+  answerGrant(grant: Offer & { leaseId: string }, sandbox: Sandbox): Promise<OfferRecord | undefined>;
   /** An answer from this lease's offer has reached the lease (or `until` fired). */
   settled(leaseId: string, until?: AbortSignal): Promise<void>;
   allSettled(until?: AbortSignal): Promise<void>;
@@ -49,6 +61,12 @@ function run<T>(
   return withTemporal(context.clients, conf.settings.temporal, conf.settings.timeoutSeconds, fn);
 }
 
+/**
+ * ADD, one path: the agent takes the grant (its offer of a pre-produced lease, or the lease's consume
+ * once the addresses are produced), makes the interface in ptp mode, answers, and confirms the answer
+ * to the lease right after. If it cannot make the interface, the lease makes it (its activation
+ * retries and parks) and the ADD waits for that.
+ */
 export async function add(env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
   const start = leaseStart(env, conf);
   const routes = conf.settings.routes;
@@ -58,22 +76,40 @@ export async function add(env: CniEnv, conf: NetConf, context: CniContext): Prom
     ifName: env.ifName,
     ...(routes ? { routes } : {}),
   };
-  // A pre-produced lease's first ADD is answered from the agent's offer; it confirms it right after.
-  const offered = await context.offers?.take(start, sandbox, conf.settings.temporal);
-  const grant = offered
-    ? { addresses: offered.addresses, links: offered.answered?.links }
-    : await run(context, conf, async (client) => {
-        await refuseUnservedPool(client, conf.settings.pool, conf.settings.temporal.taskQueue);
-        const request = { ...sandbox, terms: termsOf(start) };
-        return consumeLease(client, conf.settings.temporal.taskQueue, start, request);
-      });
-  const result = buildResult(
-    conf.cniVersion,
-    grant.addresses,
-    routesFor(grant.addresses, routes),
-    grant.links,
-  );
+  const told = await grantOf(context, conf, start, sandbox);
+  const result = buildResult(conf.cniVersion, told.addresses, routesFor(told.addresses, routes), told.links);
   return convertResult(result, conf.cniVersion);
+}
+
+/** What the runtime is told: the addresses, and in ptp mode the links made. */
+type Told = Pick<LeaseGrant, 'addresses' | 'links'>;
+
+const toldBy = (answer: OfferRecord): Told => ({
+  addresses: answer.addresses,
+  links: answer.answered?.links,
+});
+
+/** The grant the ADD answers with: taken from an offer, or consumed and (ptp) made by the agent. */
+async function grantOf(
+  context: CniContext,
+  conf: NetConf,
+  start: LeaseStart,
+  sandbox: Sandbox,
+): Promise<Told> {
+  const { offers } = context;
+  const { temporal } = conf.settings;
+  const taken = await offers?.take(start, sandbox, temporal);
+  if (taken) return toldBy(taken);
+  const consume = (madeBy: InterfaceMaker) =>
+    run(context, conf, async (client) => {
+      await refuseUnservedPool(client, conf.settings.pool, temporal.taskQueue);
+      return consumeLease(client, temporal.taskQueue, start, { ...sandbox, terms: termsOf(start), madeBy });
+    });
+  const consumed = await consume(offers?.makes(start, temporal) ? 'agent' : 'lease');
+  if (!consumed.run || !offers) return consumed;
+  const grant = { leaseId: consumed.leaseId, run: consumed.run, start, addresses: consumed.addresses };
+  const answered = await offers.answerGrant(grant, sandbox);
+  return answered ? toldBy(answered) : consume('lease');
 }
 
 /**

@@ -121,8 +121,19 @@ export const SandboxSchema = z.object({
 });
 export type Sandbox = z.infer<typeof SandboxSchema>;
 
+/**
+ * Who makes an ADD's interface: the node agent (it answers the runtime and confirms the answer to
+ * the lease, as from an offer), or the lease (its activation, with retries and parking: the agent
+ * could not make it, or an older caller that does not say).
+ */
+export const InterfaceMakerSchema = z.enum(['agent', 'lease']);
+export type InterfaceMaker = z.infer<typeof InterfaceMakerSchema>;
+
 /** A CNI ADD: the runtime claims the lease for one sandbox (attachment), on the ADD's terms. */
-export const ConsumeSchema = SandboxSchema.extend({ terms: LeaseTermsSchema });
+export const ConsumeSchema = SandboxSchema.extend({
+  terms: LeaseTermsSchema,
+  madeBy: InterfaceMakerSchema.optional(),
+});
 export type ConsumeRequest = z.infer<typeof ConsumeSchema>;
 
 /** A CNI DEL: the sandbox goes away; the address stays with the pod. */
@@ -159,6 +170,11 @@ export interface LeaseGrant {
   containerId: string;
   ifName: string;
   links?: ActivatedLinks;
+  /**
+   * The interface is the agent's to make (a consume `madeBy` the agent, ptp): the run whose grant it
+   * now holds as an answered offer, to confirm once made (domain/offer).
+   */
+  run?: string;
 }
 
 export interface LeaseState {

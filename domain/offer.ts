@@ -1,8 +1,11 @@
-// The offer protocol: the grant of a pre-produced lease, held on the node agent's disk so the
-// pod's first ADD is answered without a Temporal round trip (AWS's ipamd answers from its
-// checkpointed warm pool the same way). The workflow stays the source of truth:
+// The offer protocol: a lease's grant held on the node agent's disk, so the agent answers the ADD
+// itself: the grant of a pre-produced lease before its pod's first ADD (answered then without a
+// Temporal round trip; AWS's ipamd answers from its checkpointed warm pool the same way), and the
+// grant a cold ADD's consume returns when the agent makes the interface (ptp). One ADD path: take →
+// make the interface → answer → confirm. The workflow stays the source of truth:
 //   offer         (agent → lease, update `offer`): the agent holds the grant; the lease answers with
-//                 its own terms and addresses (an `Offer`), once they are reserved;
+//                 its own terms and addresses (an `Offer`), once they are reserved; a consume
+//                 `madeBy` the agent is an offer answered at once (its grant names the run);
 //   answer        (agent, on disk): an ADD of the lease's terms gets the grant; in ptp mode the
 //                 agent makes the interface first;
 //   confirmAnswer (agent → lease, update `confirmAnswer`): the answered sandbox becomes the lease's
@@ -71,3 +74,33 @@ export function offerAnswers(offer: OfferRecord, start: LeaseStart, sandbox: San
   const sameSandbox = answered.containerId === sandbox.containerId && answered.ifName === sandbox.ifName;
   return sameSandbox && (offer.start.mode === 'ipam' || answered.links !== undefined);
 }
+
+/** The record once an ADD of this sandbox is answered from it (in ptp mode: before its interface is made). */
+export function answeredBy(offer: OfferRecord, sandbox: Sandbox): OfferRecord {
+  const { containerId, netns, ifName, routes } = sandbox;
+  return { ...offer, answered: { containerId, netns, ifName, ...(routes && { routes }) } };
+}
+
+/** A grant the agent holds again keeps the answer already given from the same run. */
+export const keepsAnswer = (current: OfferRecord | undefined, offer: OfferRecord): boolean =>
+  current?.run === offer.run && current.answered !== undefined;
+
+/** What the lease made of an answer: took it, refused it, is gone, or has not said (asked again later). */
+export type ConfirmOutcome = 'confirmed' | 'refused' | 'gone' | 'later';
+
+/**
+ * What the agent does after a confirmation: forget the record (the lease has the sandbox, or the
+ * answer made nothing), undo the interface it made first (the lease did not keep the sandbox), or
+ * ask again later.
+ */
+export function afterConfirm(outcome: ConfirmOutcome, offer: OfferRecord): 'forget' | 'undo' | 'again' {
+  if (outcome === 'later') return 'again';
+  if (outcome === 'confirmed' || offer.start.mode !== 'ptp') return 'forget';
+  return 'undo';
+}
+
+/** The confirmAnswer update's argument: the answer, with the addresses it told the runtime. */
+export const confirmationOf = (offer: OfferRecord): OfferAnswer => ({
+  ...(offer.answered as OfferAnswer),
+  addresses: offer.addresses.map((a) => a.address),
+});

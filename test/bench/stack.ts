@@ -65,6 +65,9 @@ const DIST = join(__dirname, '..', '..');
  */
 const PROFILE_DIR = process.env.NETLEASE_BENCH_PROFILE;
 
+/** NETLEASE_BENCH_LEAN_SDK=1: the control workers without the SDK's promise hook and VM timeout (lean-sdk.ts). */
+const LEAN_SDK = process.env.NETLEASE_BENCH_LEAN_SDK === '1';
+
 /** `node <entry> --config <file>`, output to `<dir>/<name>.log`; resolves once `ready` is logged. */
 async function startNodeProcess(
   dir: string,
@@ -78,9 +81,10 @@ async function startNodeProcess(
   const log = join(dir, `${name}.log`);
   const fd = openSync(log, 'a');
   const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const lean = LEAN_SDK && name.startsWith('control') ? ['-r', join(__dirname, 'lean-sdk.js')] : [];
   const tracked = startTracked(
     process.execPath,
-    [...flags, ...profile, join(DIST, entry), '--config', file],
+    [...flags, ...profile, ...lean, join(DIST, entry), '--config', file],
     {
       stdio: ['ignore', fd, fd],
       env: { ...process.env, ...PROCESS_ENV },

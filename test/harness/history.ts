@@ -2,8 +2,27 @@
 // "produced exactly once" from Temporal's own record.
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
 
-/** How many times an activity of this type was scheduled (retries of one schedule count once). */
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/**
+ * The activity type of a local activity's marker (core writes it in the marker's `data`); none for
+ * one that failed (the lease goes on with the same call as an ordinary activity).
+ */
+function localActivityType(event: HistoryEvent): string | undefined {
+  const marker = event.markerRecordedEventAttributes;
+  if (marker?.markerName !== 'core_local_activity' || marker.failure) return undefined;
+  const data = marker.details?.data?.payloads?.[0];
+  return data
+    ? (defaultPayloadConverter.fromPayload(data as Payload) as { activity_type?: string }).activity_type
+    : undefined;
+}
+
+/**
+ * How many times an activity of this type was called: scheduled, or run as a local activity that
+ * completed (retries of one call count once; a local one that failed went on as a scheduled one).
+ */
 export async function scheduledCount(
   client: Client,
   workflowId: string,
@@ -11,8 +30,32 @@ export async function scheduledCount(
 ): Promise<number> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   return (history.events ?? []).filter(
-    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === activityType,
+    (e) =>
+      e.activityTaskScheduledEventAttributes?.activityType?.name === activityType ||
+      localActivityType(e) === activityType,
   ).length;
+}
+
+/** How many times an activity ran as a local activity (its markers: one per call, retries within). */
+export async function localActivityCount(client: Client, workflowId: string): Promise<number> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).filter(
+    (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+  ).length;
+}
+
+/** The workflow tasks completed before the first update of this name was accepted (1: by the first task). */
+export async function tasksUntilUpdateAccepted(
+  client: Client,
+  workflowId: string,
+  updateName: string,
+): Promise<number> {
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const accepted = events.findIndex(
+    (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === updateName,
+  );
+  if (accepted < 0) throw new Error(`${workflowId}: no ${updateName} update accepted`);
+  return events.slice(0, accepted).filter((e) => e.workflowTaskCompletedEventAttributes).length;
 }
 
 /** The names of the updates a workflow accepted, in order. */

@@ -11,6 +11,10 @@ import { createDataplaneActivities, offerActivities, type OfferKeeper } from '..
 import { createNodeAgent } from '../../worker/agent/dataplane-worker';
 import { deleteAllNetns, makeNetns, type TestNetns } from './netns';
 import { quietRuntime, temporalAddress } from './temporal';
+import { openTestOffers } from './offers';
+import { Client, Connection } from '@temporalio/client';
+import type { HeldOffers } from '../../worker/agent/cni-api';
+import type { OfferBook } from '../../worker/agent/offers';
 
 export interface RunningNodeAgent {
   stop(): Promise<void>;
@@ -111,18 +115,31 @@ export function startNodeAgentProcess(
   return { ...tracked, ended, exited, output: () => text, stop: () => stopPid(tracked.pid) };
 }
 
-/** A host namespace and an in-process node agent for the whole test file; `host` is set before tests run. */
+/**
+ * A host namespace and an in-process node agent for the whole test file; `host` is set before tests
+ * run. With `held` (the file's CNI API context) the agent answers ADDs as the real one does: its
+ * offer book gets the grants and makes ptp interfaces with the worker's own dataplane.
+ */
 export function withNodeAgent(
   nodeName: string,
   temporal: () => AgentTemporal = () => ({}),
+  held?: HeldOffers,
 ): { readonly host: TestNetns } {
   let host: TestNetns | undefined;
   let agent: RunningNodeAgent | undefined;
+  let book: { offers: OfferBook; close(): Promise<void> } | undefined;
   beforeAll(async () => {
     host = await makeNetns('host');
-    agent = await runNodeAgent(nodeName, host.name, temporal());
+    const dataplane = createDataplaneActivities({ hostNetns: host.name });
+    book = held ? await agentBook(dataplane) : undefined;
+    if (held && book) held.offers = book.offers;
+    agent = await runNodeAgent(nodeName, host.name, temporal(), book?.offers, (activities) => ({
+      ...activities,
+      ...dataplane,
+    }));
   });
   afterAll(async () => {
+    await book?.close();
     await agent?.stop();
     await deleteAllNetns();
   });
@@ -130,6 +147,22 @@ export function withNodeAgent(
     get host() {
       if (!host) throw new Error('withNodeAgent: used before beforeAll ran');
       return host;
+    },
+  };
+}
+
+/** The agent's offer book on the test's dev server, making interfaces with `dataplane`. */
+async function agentBook(dataplane: ReturnType<typeof createDataplaneActivities>) {
+  const connection = await Connection.connect({ address: temporalAddress() });
+  const offers = await openTestOffers(new Client({ connection }), {
+    activate: dataplane.activateAttachment,
+    deactivate: dataplane.deactivateAttachment,
+  });
+  return {
+    offers,
+    async close() {
+      offers.close();
+      await connection.close();
     },
   };
 }

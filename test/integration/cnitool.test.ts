@@ -18,7 +18,7 @@ const ctx = withControlWorker('cnitool', () => ({
 }));
 const ptpNet = uniqueName('ptp');
 const bridgeNet = uniqueName('bridge');
-const dataplane = withNodeAgent(node);
+const dataplane = withNodeAgent(node, undefined, ctx.context);
 let ptp: CniSetup;
 
 /** A plugin entry of a conflist: the network config without the conflist's own keys. */

@@ -24,6 +24,43 @@ const call = (command: string, p: { uid: string; name: string }, containerId: st
   stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: node }),
 });
 
+/** The failure types of the lease's local activities that failed, and the activities it scheduled. */
+async function localFailuresAndActivities(uid: string) {
+  const events =
+    (await ctx.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0')).fetchHistory()).events ?? [];
+  return {
+    failed: events.flatMap((e) => {
+      const marker = e.markerRecordedEventAttributes;
+      if (marker?.markerName !== 'core_local_activity' || !marker.failure) return [];
+      return [
+        marker.failure.applicationFailureInfo?.type ?? (marker.failure.timeoutFailureInfo ? 'timeout' : '?'),
+      ];
+    }),
+    scheduled: events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+    tasks: events.filter((e) => e.workflowTaskCompletedEventAttributes).length,
+  };
+}
+
+test("a new node's first ADD: the node asks for its produce again (its table rebuild queries the lease), which goes on at once as an ordinary activity", async () => {
+  const fresh = uniqueName('fresh-node');
+  const add = (p: { uid: string; name: string }) =>
+    runShim({
+      ...call('ADD', p, 'c' + p.uid),
+      stdin: netconf({ taskQueue: ctx.temporal.taskQueue, nodeName: fresh }),
+    });
+  const first = pod();
+  expect((await add(first)).exitCode).toBe(0);
+  // Not after the local activity's budget (a timeout): the rebuild's query waited for this lease's task.
+  expect(await localFailuresAndActivities(first.uid)).toMatchObject({
+    failed: ['TableRebuilding'],
+    scheduled: ['produceAddresses'],
+  });
+  // The node's next lease is answered in its first workflow task.
+  const next = pod();
+  expect((await add(next)).exitCode).toBe(0);
+  expect(await localFailuresAndActivities(next.uid)).toEqual({ failed: [], scheduled: [], tasks: 1 });
+});
+
 test('ADD returns both families; a retried ADD returns the same result', async () => {
   const p = pod();
   const first = await runShim(call('ADD', p, 'c1' + p.uid));

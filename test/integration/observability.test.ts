@@ -161,12 +161,14 @@ test('CNI calls are counted by verb and code, leases by phase, addresses per poo
   ).toBe(1);
   expect(sampleValue(agentText, 'netlease_cni_delete_queue_length')).toBe(0);
   // Both pods are bound to the node: the agent started their eth0 leases and offered them (held
-  // on its disk for their first ADD). The pre-producer runs on its own: its counters are waited on.
+  // on its disk for their first ADD). The ptp ADD on net1 was cold: its grant was held too, as an
+  // offer answered for its sandbox, before the agent tried to make the interface (the one ADD
+  // path). The pre-producer runs on its own: its counters are waited on.
   const offered = await scrapeUntil(
     agentPort,
-    (text) => sampleValue(text, 'netlease_offer_events_total', { event: 'held' }) === 2,
+    (text) => sampleValue(text, 'netlease_offer_events_total', { event: 'held' }) === 3,
   );
-  expect(sampleValue(offered, 'netlease_offer_events_total', { event: 'held' })).toBe(2);
+  expect(sampleValue(offered, 'netlease_offer_events_total', { event: 'held' })).toBe(3);
   expect(sampleValue(offered, 'netlease_preproduced_leases_total', { result: 'started' })).toBe(2);
   expect(agentText).toMatch(/^temporal_\w+/m); // the SDK's own metrics, merged in
 

@@ -16,7 +16,7 @@ const node = uniqueName('node');
 const ctx = withControlWorker('ptp-bad', () => ({
   activation: { initialIntervalSeconds: 0.2, maximumIntervalSeconds: 1, maximumAttempts: 3 },
 }));
-const dataplane = withNodeAgent(node);
+const dataplane = withNodeAgent(node, undefined, ctx.context);
 let live: { uid: string; pod: TestNetns; hostEnd: string };
 
 const ptp = (extra: Record<string, unknown> = {}, cniVersion?: string) =>

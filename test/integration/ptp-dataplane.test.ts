@@ -10,13 +10,15 @@ import { hostEnds, makeNetns, ping, type TestNetns } from '../harness/netns';
 import { withNodeAgent } from '../harness/node-agent';
 import { runShim, type ShimCall } from '../harness/shim';
 import { expectReplayed } from '../harness/replay';
+import { acceptedUpdates, scheduledCount } from '../harness/history';
+import { waitForValue } from '../harness/wait';
 import { uniqueName, withControlWorker } from '../harness/temporal';
 
 const node = uniqueName('node');
 const ctx = withControlWorker('ptp', () => ({
   activation: { initialIntervalSeconds: 0.2, maximumIntervalSeconds: 1, maximumAttempts: 5 },
 }));
-const dataplane = withNodeAgent(node);
+const dataplane = withNodeAgent(node, undefined, ctx.context);
 
 interface CniResultJson {
   interfaces: Array<{ name: string; mac: string; sandbox?: string }>;
@@ -98,6 +100,24 @@ test('ADD makes the veth pair with the lease addresses and routes; CHECK passes;
     .getHandle(leaseWorkflowId(uid, 'eth0'))
     .query(leaseStateQuery);
   expect(state.phase).toBe('Produced');
+});
+
+test("one ADD path: the agent makes a cold ADD's interface and confirms it; the lease runs no activation", async () => {
+  const { uid, pod } = await addPod();
+  const id = leaseWorkflowId(uid, 'eth0');
+  const handle = ctx.temporal.client.workflow.getHandle(id);
+  const state = await waitForValue(
+    () => handle.query(leaseStateQuery),
+    (s) => s.phase === 'Active',
+    30_000,
+  );
+  // The lease records what the agent made: the links the kernel holds.
+  const eth0 = linkNamed(await pod.links(), 'eth0');
+  const [attachment] = state.attachments;
+  expect(attachment?.status).toBe('active');
+  expect(attachment?.links?.container).toEqual({ name: 'eth0', mac: eth0?.address, sandbox: pod.path });
+  expect(await acceptedUpdates(ctx.temporal.client, id)).toEqual(['consume', 'confirmAnswer']);
+  expect(await scheduledCount(ctx.temporal.client, id, 'activateAttachment')).toBe(0);
 });
 
 // Found by fuzzing (issue 18): the kernel takes control characters in interface names, and

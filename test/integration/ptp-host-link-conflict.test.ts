@@ -19,7 +19,7 @@ const node = uniqueName('node');
 const ctx = withControlWorker('hostconflict', () => ({
   activation: { initialIntervalSeconds: 0.2, maximumIntervalSeconds: 1, maximumAttempts: 4 },
 }));
-const dataplane = withNodeAgent(node);
+const dataplane = withNodeAgent(node, undefined, ctx.context);
 const FOREIGN_ADDRESS = '192.0.2.1/24';
 
 function cni(command: string, uid: string, pod: TestNetns): Promise<ShimOutcome> {

@@ -16,9 +16,14 @@ import { preProduced } from '../../observability/agent-metrics';
 import { silentLog } from '../../observability/log';
 import { leaseStartOptions } from '../../temporal/leases';
 import { unlessGone } from '../../temporal/workflow-gone';
-import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
+import { LEASE_WORKFLOW_TYPE, releaseSignal } from '../../workflows/lease-messages';
 import { offerLease, type PreProducer } from '../../worker/agent/pre-produce';
-import { acceptedUpdates, scheduledCount } from '../harness/history';
+import {
+  acceptedUpdates,
+  localActivityCount,
+  scheduledCount,
+  tasksUntilUpdateAccepted,
+} from '../harness/history';
 import { runNodeAgent, type RunningNodeAgent } from '../harness/node-agent';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
 import { cniPaths, temporalAddress } from '../harness/temporal';
@@ -143,7 +148,11 @@ test('a bound pod has its lease produced and offered before any ADD; the ADD is 
   expect(ips(outcome.json)).toEqual(produced.addresses.map((a) => a.address));
   const active = await scenario.waitForPhase(uid, 'Active', 30_000); // the answer, confirmed
   expect(active.attachments.map((a) => a.containerId)).toEqual([`ctr-${uid}`]);
-  expect(await scheduledCount(scenario.temporal.client, leaseId, 'produceAddresses')).toBe(1);
+  // One reservation (one address per family), produced as a local activity (a slow one goes on as
+  // an ordinary activity with the same operation id); the offer came with the start (update-with-start).
+  expect((await ownersOn()).filter((owner) => owner === leaseId)).toHaveLength(2);
+  expect(await localActivityCount(scenario.temporal.client, leaseId)).toBe(1);
+  expect(await tasksUntilUpdateAccepted(scenario.temporal.client, leaseId, 'offer')).toBe(1);
   expect(await updatesOf(uid)).toEqual(['offer', 'confirmAnswer']);
   expect(await runsOf(uid)).toHaveLength(1);
   // The runtime repeats the ADD: the same answer; then DEL ends the attachment on the lease.
@@ -334,6 +343,27 @@ test('a preProduce pool the control plane does not serve: it waits, saying so, a
     expect(await unlessGone(async () => (await handle.describe(), 'found'), 'absent')).toBe('absent');
   } finally {
     unserved.stop();
+  }
+}, 60_000);
+
+test("a lease that ran and closed is not pre-produced again by the next agent's producer (its start is refused)", async () => {
+  const uid = await scenario.cluster.createPod('closed', node);
+  await scenario.waitForPhase(uid, 'Produced', 30_000);
+  await waitForValue(async () => (await updatesOf(uid)).includes('offer'), Boolean, 30_000);
+  const handle = scenario.temporal.client.workflow.getHandle(leaseWorkflowId(uid, 'eth0'));
+  await handle.signal(releaseSignal, { reason: 'test: released by hand, the pod lives on' });
+  await handle.result();
+  const closed = () =>
+    preProduced.get().then((m) => m.values.find((v) => v.labels.result === 'closed')?.value ?? 0);
+  const before = await closed();
+  // A restarted agent's producer lists the node's pods again: the closed lease's start is refused.
+  const next = preProduceOn(scenario, node, offers);
+  try {
+    expect(await waitForValue(closed, (n) => n > before, 30_000)).toBeGreaterThan(before);
+    expect(await runsOf(uid)).toHaveLength(1);
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
+  } finally {
+    next.stop();
   }
 }, 60_000);
 

@@ -96,9 +96,9 @@ test('every import obeys the layer table', () => {
 });
 
 test('the import reader sees type-only imports and every rule binds modules that exist', () => {
-  const leaseImports = graph.get('workflows/lease') ?? [];
-  expect(leaseImports).toContainEqual({ module: 'activities/control', typeOnly: true });
-  expect(leaseImports).toContainEqual({ module: 'domain/ids', typeOnly: false });
+  const addressImports = graph.get('workflows/lease/addresses') ?? [];
+  expect(addressImports).toContainEqual({ module: 'activities/control', typeOnly: true });
+  expect(graph.get('workflows/lease/run') ?? []).toContainEqual({ module: 'domain/ids', typeOnly: false });
   for (const { from } of LAYERS) expect([...graph.keys()].some((m) => m.startsWith(`${from}/`))).toBe(true);
 });
 

@@ -10,7 +10,7 @@ import { ActivationPolicySchema } from '../../domain/config';
 import { DataplaneFailure, nodeTaskQueue, type AttachmentInput } from '../../domain/dataplane';
 import { leaseWorkflowId } from '../../domain/ids';
 import { termsOf, type LeaseStart } from '../../domain/lease';
-import { leaseStateQuery, releaseSignal } from '../../workflows/lease-messages';
+import { confirmAnswerUpdate, leaseStateQuery, releaseSignal } from '../../workflows/lease-messages';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
@@ -66,12 +66,13 @@ const start: LeaseStart = {
   pool: 'p',
   mode: 'ptp',
 };
-const add = (containerId: string, netns: string) =>
-  consumeLease(t.env.client, t.taskQueue, start, {
+const add = (containerId: string, netns: string, pod: LeaseStart = start, madeBy?: 'agent') =>
+  consumeLease(t.env.client, t.taskQueue, pod, {
     containerId,
     netns,
     ifName: 'eth0',
-    terms: termsOf(start),
+    terms: termsOf(pod),
+    ...(madeBy ? { madeBy } : {}),
   });
 
 test('an ADD from a newer sandbox is answered at once while the older one is still being activated', async () => {
@@ -97,6 +98,41 @@ test('an ADD from a newer sandbox is answered at once while the older one is sti
   await handle.result();
 }, 60_000);
 
+test("one ADD path: a newer sandbox whose agent made the interface stops the older one's activation", async () => {
+  const pod = { ...start, podUid: uniqueName('moved-agent') };
+  const handle = t.env.client.workflow.getHandle(leaseWorkflowId(pod.podUid, 'eth0'));
+  // The older ADD's agent could not make the interface: the lease activates it, toward a namespace gone.
+  const older = add('ctr-old-agent', GONE, pod).catch((err: unknown) => err);
+  await waitForValue(
+    () => handle.query(leaseStateQuery).catch(() => undefined), // not started yet
+    (s) => s?.attachments.some((a) => a.status === 'activating') ?? false,
+    15_000,
+  );
+  const began = Date.now();
+  // The newer ADD's agent makes the interface itself and confirms its answer: nothing waits on the lease.
+  const netns = '/var/run/netns/new-agent';
+  const grant = await add('ctr-new-agent', netns, pod, 'agent');
+  expect(grant.run).toBeDefined();
+  const links = {
+    host: { name: 'nl1', mac: '02:00:00:00:00:03' },
+    container: { name: 'eth0', mac: '02:00:00:00:00:04' },
+  };
+  await handle.executeUpdate(confirmAnswerUpdate, {
+    args: [{ containerId: 'ctr-new-agent', netns, ifName: 'eth0', links }],
+  });
+  // The older activation stops then, not after its ~22 s budget; its ADD gets an error.
+  expect(await older).toBeInstanceOf(Error);
+  expect(Date.now() - began).toBeLessThan(8000);
+  const state = await handle.query(leaseStateQuery);
+  expect(state.phase).toBe('Active');
+  expect(state.attachments.map((a) => [a.containerId, a.status])).toEqual([
+    ['ctr-old-agent', 'parked'],
+    ['ctr-new-agent', 'active'],
+  ]);
+  await handle.signal(releaseSignal, { reason: 'test over' });
+  await handle.result();
+}, 60_000);
+
 test('every history replays', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 1);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 2);
 });

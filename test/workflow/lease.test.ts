@@ -8,7 +8,7 @@ import type { ProduceInput, Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
 import { DataplaneFailure, nodeTaskQueue } from '../../domain/dataplane';
 import { leaseWorkflowId } from '../../domain/ids';
-import { FailureType, termsOf, type LeaseStart } from '../../domain/lease';
+import { FailureType, termsOf, type InterfaceMaker, type LeaseStart } from '../../domain/lease';
 import type { OfferAnswer, OfferRevocation } from '../../domain/offer';
 import {
   LEASE_WORKFLOW_TYPE,
@@ -97,12 +97,13 @@ const startOf = (podUid: string, mode: LeaseStart['mode'] = 'ipam'): LeaseStart 
   pool: 'p',
   mode,
 });
-const add = (start: LeaseStart, containerId = 'ctr-1', terms = termsOf(start)) =>
+const add = (start: LeaseStart, containerId = 'ctr-1', terms = termsOf(start), madeBy?: InterfaceMaker) =>
   consumeLease(t.env.client, t.taskQueue, start, {
     containerId,
     netns: '/var/run/netns/x',
     ifName: 'eth0',
     terms,
+    ...(madeBy ? { madeBy } : {}),
   });
 const handleOf = (start: LeaseStart) =>
   t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
@@ -395,6 +396,72 @@ test("a release waiting on a gone node's agent is finished by a release that say
   expect(returned.filter((r) => r.leaseId === leaseWorkflowId(start.podUid, 'eth0'))).toHaveLength(1);
 }, 60_000);
 
+/** The lease's workflow tasks so far, and whether any activity of this type was scheduled. */
+async function tasksAndActivities(start: LeaseStart) {
+  const events = (await handleOf(start).fetchHistory()).events ?? [];
+  return {
+    tasks: events.filter((e) => e.workflowTaskCompletedEventAttributes).length,
+    activities: events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+    localActivities: events.filter(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    ).length,
+  };
+}
+
+test("one ADD path, ipam: a cold ADD is answered in the lease's first workflow task (produce a local activity)", async () => {
+  const start = startOf(uniqueName('one-task'));
+  const grant = await add(start, 'ctr-1', termsOf(start), 'agent');
+  expect(grant).toMatchObject({ addresses, containerId: 'ctr-1' });
+  expect(grant.run).toBeUndefined(); // nothing for the agent to make: the attachment is active
+  expect((await handleOf(start).query(leaseStateQuery)).phase).toBe('Active');
+  expect(await tasksAndActivities(start)).toEqual({ tasks: 1, activities: [], localActivities: 1 });
+  // The release is one more task: the return is a local activity too, and the run completes in it.
+  await handleOf(start).signal(releaseSignal, { reason: 'done' });
+  await handleOf(start).result();
+  expect(await tasksAndActivities(start)).toEqual({ tasks: 2, activities: [], localActivities: 2 });
+});
+
+test('one ADD path, ptp: the agent gets the grant as an offer, makes the interface and confirms; no activation', async () => {
+  const start = startOf(uniqueName('agent-makes'), 'ptp');
+  const sandbox = { containerId: 'ctr-a', netns: '/var/run/netns/a', ifName: 'eth0' };
+  const grant = await add(start, sandbox.containerId, termsOf(start), 'agent');
+  const handle = handleOf(start);
+  expect(grant).toMatchObject({ addresses, run: (await handle.describe()).runId });
+  expect(grant.links).toBeUndefined();
+  expect((await handle.query(leaseStateQuery)).attachments).toEqual([]); // the agent's answer comes next
+  const links = {
+    host: { name: 'nl2', mac: '02:00:00:00:00:05' },
+    container: { name: 'eth0', mac: '02:00:00:00:00:06', sandbox: sandbox.netns },
+  };
+  const confirmed = await handle.executeUpdate(confirmAnswerUpdate, { args: [{ ...sandbox, links }] });
+  expect(confirmed.links).toEqual(links);
+  expect((await handle.query(leaseStateQuery)).phase).toBe('Active');
+  // A repeated ADD of the sandbox gets the grant with its links; no activation ran anywhere.
+  expect((await add(start, sandbox.containerId, termsOf(start), 'agent')).links).toEqual(links);
+  expect((await tasksAndActivities(start)).activities).toEqual([]);
+  await handle.signal(releaseSignal, { reason: 'done' });
+  await handle.result();
+  expect(deactivated).toContain(handle.workflowId);
+});
+
+test('one ADD path, ptp: a grant the agent did not confirm is revoked at release, its answer deactivated', async () => {
+  const start = startOf(uniqueName('agent-died'), 'ptp');
+  const grant = await add(start, 'ctr-d', termsOf(start), 'agent');
+  const handle = handleOf(start);
+  // The agent made the interface and died before confirming: its revocation hands the sandbox back.
+  answeredFromOffer.set(handle.workflowId, {
+    containerId: 'ctr-d',
+    netns: '/var/run/netns/x',
+    ifName: 'eth0',
+  });
+  await handle.signal(releaseSignal, { reason: 'pod gone' });
+  expect((await handle.result()).phase).toBe('Released');
+  expect(revocations.filter((r) => r.leaseId === handle.workflowId)).toEqual([
+    { leaseId: handle.workflowId, run: grant.run, before: 0 },
+  ]);
+  expect(deactivated).toContain(handle.workflowId);
+});
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 13);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 16);
 });

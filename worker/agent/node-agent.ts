@@ -72,11 +72,11 @@ async function main(): Promise<void> {
   nodeLog.info('node agent stopped');
 }
 
-/** What needs Temporal: the worker, and with preProduce the client and the offers. */
+/** What needs Temporal: the worker, the client and the offers (the grants this agent answers ADDs from). */
 interface Connected {
   agent: NodeAgent;
-  client?: Client;
-  offers?: OfferBook;
+  client: Client;
+  offers: OfferBook;
 }
 
 /** Runs the worker until SIGINT/SIGTERM (Temporal's own handling ends it), pre-producing meanwhile. */
@@ -85,10 +85,10 @@ async function serve(config: NodeAgentConfig, connected: Connected, held: HeldOf
   held.offers = offers;
   log.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
   const running = agent.worker.run();
-  const preProducer = client && (await preProduceFor(config, agent.nodeName, log, client, offers));
+  const preProducer = await preProduceFor(config, agent.nodeName, log, client, offers);
   await running;
   preProducer?.stop();
-  offers?.close();
+  offers.close();
 }
 
 /**
@@ -103,7 +103,7 @@ async function connectToTemporal(
   const connection = await connectionFor(config.temporal, CONNECT_TIMEOUT_MS);
   let offers: OfferBook | undefined;
   try {
-    const client = config.preProduce ? await clientFor(config.temporal, CONNECT_TIMEOUT_MS) : undefined;
+    const client = await clientFor(config.temporal, CONNECT_TIMEOUT_MS);
     offers = await offersFor(config, client, dataplane, log);
     const activities = { ...dataplane, ...offerActivities(offers) };
     return { agent: await createNodeAgent(config, activities, connection), client, offers };
@@ -128,7 +128,7 @@ async function untilConnected(
       const connected = await connect();
       if (!stopping.aborted) return connected;
       await connected.agent.close();
-      connected.offers?.close();
+      connected.offers.close();
       return undefined;
     } catch (err) {
       if (err instanceof ConfigError || err instanceof NamespaceNotFoundError) throw err;
@@ -150,14 +150,16 @@ function stopSignal(): AbortSignal {
   return stop.signal;
 }
 
-/** Pre-produced leases are offered to this agent to answer their first ADD (domain/offer). */
+/**
+ * The grants this agent answers ADDs from (domain/offer): pre-produced leases' offers, and cold
+ * ADDs' grants whose interface it makes (ptp).
+ */
 async function offersFor(
   config: NodeAgentConfig,
-  client: Client | undefined,
+  client: Client,
   dataplane: Omit<DataplaneActivities, 'revokeOffer'>,
   log: Log,
-) {
-  if (!client || !config.preProduce) return undefined;
+): Promise<OfferBook> {
   const offers = await OfferBook.open({
     dir: config.offerDir,
     client,
@@ -166,7 +168,7 @@ async function offersFor(
     deactivate: dataplane.deactivateAttachment,
     log,
   });
-  log.info({ offerDir: config.offerDir }, 'offers of pre-produced leases answer their first ADD');
+  log.info({ offerDir: config.offerDir }, 'the agent answers ADDs itself from the grants it holds');
   return offers;
 }
 
@@ -176,7 +178,7 @@ async function preProduceFor(
   nodeName: string,
   log: Log,
   client: Client,
-  offers: OfferBook | undefined,
+  offers: OfferBook,
 ): Promise<PreProducer | undefined> {
   if (!config.preProduce || !config.kubernetes) return undefined;
   logConflistAgreement(config.preProduce, log);

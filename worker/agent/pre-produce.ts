@@ -6,7 +6,11 @@
 // a pod deleted before its ADD is released by the control plane's usual verified path.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  type Client,
+} from '@temporalio/client';
 import type { OfferBook } from './offers';
 import type { PreProduce } from '../../domain/config';
 import { shouldPreProduce } from '../../domain/cluster-decisions';
@@ -52,24 +56,41 @@ const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce): Le
   network: settings.network,
 });
 
+/** How the pre-producer starts a lease: joins one running (a racing ADD, an earlier agent), never restarts a closed one. */
+const startOnce = (taskQueue: string, start: LeaseStart) => ({
+  ...leaseStartOptions(taskQueue, start),
+  workflowIdConflictPolicy: 'USE_EXISTING' as const,
+  workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+});
+
 /**
- * The produced grant of a running lease, held by this agent's offers: the lease knows (the `offer`
- * update waits for the addresses), and revokes the offer before it gives them back.
+ * The produced grant of a lease, held by this agent's offers: the lease knows (the `offer` update
+ * waits for the addresses), and revokes the offer before it gives them back. With `taskQueue` the
+ * update starts the lease too (update-with-start: the start and the offer in one workflow task);
+ * a lease that ran and closed throws WorkflowExecutionAlreadyStartedError.
  */
 export async function offerLease(
   client: Client,
   offers: OfferBook,
   start: LeaseStart,
   log: Log,
+  taskQueue?: string,
 ): Promise<void> {
   const leaseId = leaseWorkflowId(start.podUid, start.ifName);
-  const accepted = await client.workflow
-    .getHandle(leaseId)
-    .executeUpdate(offerUpdate, { updateId: offerUpdateId(randomUUID()) })
-    .catch((err: unknown) => {
-      if (isUpdateRefusal(err) || isGoneError(err)) return undefined; // released, produce failed, or closed
-      throw err;
-    });
+  const updateId = offerUpdateId(randomUUID());
+  const offered = taskQueue
+    ? client.workflow.executeUpdateWithStart(offerUpdate, {
+        updateId,
+        startWorkflowOperation: new WithStartWorkflowOperation(
+          LEASE_WORKFLOW_TYPE,
+          startOnce(taskQueue, start),
+        ),
+      })
+    : client.workflow.getHandle(leaseId).executeUpdate(offerUpdate, { updateId });
+  const accepted = await offered.catch((err: unknown) => {
+    if (isUpdateRefusal(err) || isGoneError(err)) return undefined; // released, produce failed, or closed
+    throw err;
+  });
   if (!accepted) return log.info({ leaseId }, 'lease not offered: it ended first');
   // The lease's own start, which is the agent's unless an ADD of other terms started it first.
   const held = await offers.hold({ leaseId, ...accepted });
@@ -80,27 +101,23 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
   const { client, reader, nodeName, taskQueue, settings, offers, log = silentLog() } = options;
   const started = new Set<string>();
 
-  /** Starts the lease once; a lease that ran and closed (released) is never started again here. */
+  /** Starts the lease once (and offers it); a lease that ran and closed is never started again here. */
   const produce = async (pod: PodFact) => {
     const start = leaseStartFor(pod, nodeName, settings);
-    const options = leaseStartOptions(taskQueue, start);
-    const fields = { leaseId: options.workflowId, pod: `${pod.namespace}/${pod.name}` };
+    const fields = {
+      leaseId: leaseWorkflowId(start.podUid, start.ifName),
+      pod: `${pod.namespace}/${pod.name}`,
+    };
     try {
-      // USE_EXISTING: a lease already running (a racing ADD, an earlier agent) is joined, not restarted.
-      await client.workflow.start(LEASE_WORKFLOW_TYPE, {
-        ...options,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      });
+      if (offers) await offerLease(client, offers, start, log, taskQueue);
+      else await client.workflow.start(LEASE_WORKFLOW_TYPE, startOnce(taskQueue, start));
       preProduced.inc({ result: 'started' });
       log.info(fields, 'lease pre-produced');
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       preProduced.inc({ result: 'closed' });
       log.info(fields, 'lease ran and closed: not pre-produced again');
-      return;
     }
-    if (offers) await offerLease(client, offers, start, log);
   };
 
   const handle = async (type: string, object: unknown) => {

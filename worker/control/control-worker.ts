@@ -29,6 +29,16 @@ export interface ControlWorker {
   close(): Promise<void>;
 }
 
+/**
+ * A lease's workflow task holds its slot while its produce or return runs as a local activity
+ * (workflows/lease/addresses), waiting on the node workflow, whose task needs a slot of its own: the
+ * SDK's 40 would let 40 leases produced at once starve their node workflows until the local
+ * activities give up. Slots cost little (the workflow thread runs one activation at a time); the
+ * SDK caps them at the cache size.
+ */
+const WORKFLOW_TASK_SLOTS = 200;
+const workflowTaskSlots = (cached: number): number => Math.min(WORKFLOW_TASK_SLOTS, cached);
+
 export async function createControlWorker(
   config: NetleaseConfig,
   log: Log = silentLog(),
@@ -49,6 +59,7 @@ export async function createControlWorker(
     workflowBundle: prebuiltBundle(),
     activities: createControlActivities({ client, config, reader }),
     maxCachedWorkflows: config.maxCachedWorkflows,
+    maxConcurrentWorkflowTaskExecutions: workflowTaskSlots(config.maxCachedWorkflows),
     sinks: failpointSinks(),
     // Temporal's own handling of SIGINT/SIGTERM: stop polling, finish in-flight tasks, then resolve run().
     shutdownGraceTime: '10 seconds',
