@@ -3,6 +3,7 @@
 // one. The server admits at most 10 in-flight updates per workflow (`history.maxInFlightUpdates`)
 // and refuses the rest, so one update per request turned a burst into refusals and retries with
 // back-off; a batch also costs the workflow's history one update's events, not one per request.
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** What one request's answer in a batch means: its value, send it again (and why), or its failure. */
 export type Settled<R> = { value: R } | { again: true; why?: string } | { error: Error };
@@ -70,7 +71,7 @@ export class UpdateBatches<Op extends { id: string }, Outcome extends { id: stri
         continue;
       }
       queue.unshift(...again);
-      await delay(Math.min(RESEND_MS.max, RESEND_MS.first * 2 ** resends++));
+      await sleep(Math.min(RESEND_MS.max, RESEND_MS.first * 2 ** resends++));
     }
   }
 
@@ -98,5 +99,3 @@ export class UpdateBatches<Op extends { id: string }, Outcome extends { id: stri
     return again;
   }
 }
-
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

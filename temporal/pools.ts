@@ -4,6 +4,7 @@
 // workflow's memo lists every pool the control worker serves: a pool that is configured but not
 // open (the control plane starting, or the pool being started again) is "try again later", never
 // "unknown pool".
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { NetleaseConfig, PoolSpec } from '../domain/config';
 import { ConfigError } from '../domain/config';
@@ -110,8 +111,6 @@ const REBUILD_POLL_MS = 500;
 const stillRebuilding = (err: unknown): boolean =>
   isUpdateRefusal(err) && (err.cause as { type?: string } | undefined)?.type === FailureType.tableRebuilding;
 
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * The pool's own check of the spec; a refusal is a ConfigError. A run that closed before it took
  * the update is started again (it rebuilds its blocks) and asked again.
@@ -125,7 +124,7 @@ async function configurePool(client: Client, config: NetleaseConfig, spec: PoolS
       return void (await handle.executeUpdate(configureUpdate, { args: [{ spec, configuredPools }] }));
     } catch (err) {
       if (closedMeanwhile(err) && reopened++ < REOPENS) await openPool(client, config, spec);
-      else if (stillRebuilding(err) && Date.now() < askUntil) await delay(REBUILD_POLL_MS);
+      else if (stillRebuilding(err) && Date.now() < askUntil) await sleep(REBUILD_POLL_MS);
       else if (err instanceof WorkflowUpdateFailedError)
         throw new ConfigError(err.cause?.message ?? err.message);
       else throw err;
