@@ -53,8 +53,16 @@ const remote = proxyActivities<ControlActivities>({
  */
 const local = proxyLocalActivities<ControlActivities>({
   scheduleToCloseTimeout: '3 seconds',
-  // Not retried here: the node asks for the call again later (a rebuild, continue-as-new).
-  retry: { ...retry, nonRetryableErrorTypes: [...(retry?.nonRetryableErrorTypes ?? []), ...GOES_ON] },
+  // Bounds of their own: sdk-core drops a schedule-to-close timeout that fires while the call backs
+  // off between attempts, so a call that fails fast would retry in the task for ever. Each attempt
+  // gets the whole budget (one that hangs is cut once, not retried), three at most.
+  startToCloseTimeout: '3 seconds',
+  retry: {
+    ...retry,
+    maximumAttempts: 3,
+    // Not retried here: the node asks for the call again later (a rebuild, continue-as-new).
+    nonRetryableErrorTypes: [...(retry?.nonRetryableErrorTypes ?? []), ...GOES_ON],
+  },
 });
 
 /**
