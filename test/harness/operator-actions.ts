@@ -66,7 +66,18 @@ export async function misowned(scenario: Scenario, node: string, held: HeldAddre
  * rebuilt (its evidence activity completed): a run reset there has a table its rebuild
  * vouched for in another run, so it answers "unverified" until the control worker asks again.
  */
-async function resetPoint(client: Client, workflowId: string, point: 'first' | 'afterRebuild') {
+function resetPoint(client: Client, workflowId: string, point: 'first' | 'afterRebuild') {
+  // A run that has just continued-as-new may not have completed its first task yet.
+  return waitForValue(
+    () => completedTaskOf(client, workflowId, point),
+    (eventId) => eventId !== undefined,
+    20_000,
+    100,
+    `${workflowId} with a completed workflow task for a ${point} reset`,
+  );
+}
+
+async function completedTaskOf(client: Client, workflowId: string, point: 'first' | 'afterRebuild') {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   const evidence = new Set(['nodeTableEvidence', 'poolTableEvidence']);
   const scheduled = events.find((e) =>
@@ -77,10 +88,10 @@ async function resetPoint(client: Client, workflowId: string, point: 'first' | '
       e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === scheduled?.eventId?.toString(),
   );
   const after = point === 'first' ? 0 : Number(rebuilt?.eventId ?? Number.MAX_SAFE_INTEGER);
-  const completed = events.find((e) => e.workflowTaskCompletedEventAttributes && Number(e.eventId) > after);
-  if (!completed?.eventId)
-    throw new Error(`${workflowId} has no completed workflow task for a ${point} reset`);
-  return completed.eventId;
+  return (
+    events.find((e) => e.workflowTaskCompletedEventAttributes && Number(e.eventId) > after)?.eventId ??
+    undefined
+  );
 }
 
 /** What the UI's Reset does, reapplying signals but not updates (its "reapply" boxes). */
