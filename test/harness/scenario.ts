@@ -100,6 +100,7 @@ export class Scenario {
     nodeName: string,
     containerId = `ctr-${randomUUID()}`,
     ifName = 'eth0',
+    pool = this.temporal.taskQueue,
   ): Promise<AddressGrant[]> {
     const start: LeaseStart = {
       podUid,
@@ -107,7 +108,7 @@ export class Scenario {
       podName,
       ifName,
       nodeName,
-      pool: this.temporal.taskQueue,
+      pool,
       mode: 'ipam',
     };
     const grant = await consumeLease(this.temporal.client, this.temporal.taskQueue, start, {
