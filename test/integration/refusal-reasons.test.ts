@@ -13,6 +13,7 @@ import { kubeconfigPath } from '../harness/kube';
 import { netconf } from '../harness/netconf';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
 import { startNodeAgentProcess, type AgentCniPaths, type NodeAgentProcess } from '../harness/node-agent';
+import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { cniArgs, podCall, runShim, type PodRef } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
@@ -134,3 +135,7 @@ test('an exhausted pool: code 100, msg "pool-exhausted: …", and one Warning Ev
   for (const fit of fits) expect(await podEvents(fit)).toEqual([]);
   expect(agent.output()).toContain('"reason":"pool-exhausted"'); // the agent's log line names it too
 }, 120_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(scenario.temporal, 3); // the leases, the node and the pool
+});
