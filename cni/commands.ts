@@ -126,6 +126,7 @@ async function refuseUnservedPool(client: Client, pool: string, taskQueue: strin
       `the control plane is starting: pool "${pool}" is not open yet`,
       `no open pool/${pool} workflow on task queue ${quoted(taskQueue)} yet; it opens when a control worker ` +
         `configured with it starts`,
+      'control-plane-starting',
     );
   if (served === undefined)
     throw new CniError(
@@ -133,11 +134,13 @@ async function refuseUnservedPool(client: Client, pool: string, taskQueue: strin
       `pool: unknown pool "${pool}"`,
       `no control plane on task queue ${quoted(taskQueue)} serves it: its config has no such pool (or no ` +
         `control worker has opened any pool there yet)`,
+      'unknown-pool',
     );
   throw new CniError(
     CniCode.invalidNetworkConfig,
     `temporal.taskQueue: pool "${pool}" is served on task queue ${quoted(served)}, not ${quoted(taskQueue)}`,
     "the control worker's temporal.taskQueue",
+    'pool-on-other-task-queue',
   );
 }
 
@@ -233,6 +236,7 @@ export async function status(_env: CniEnv, conf: NetConf, context: CniContext): 
       CniCode.pluginNotAvailable,
       'netlease is not available: Temporal does not answer',
       cause,
+      'temporal-unreachable',
     );
   });
   if (agents && agents.length === 0) {
@@ -240,6 +244,7 @@ export async function status(_env: CniEnv, conf: NetConf, context: CniContext): 
       CniCode.pluginNotAvailable,
       `netlease is not available: no node agent polls ${nodeNameOf(conf)}'s task queue`,
       'start the node agent (worker/agent/node-agent) on this node',
+      'no-node-agent',
     );
   }
   return undefined;

@@ -6,6 +6,7 @@ import * as commands from './commands';
 import { readEnv, type CniEnv } from './env';
 import { CniError } from './errors';
 import { checkVersion, decodeJson, parseNetConf, requestedVersion } from './netconf';
+import { INTERNAL_ERROR_CODE } from './refusals';
 
 /** A call as the shim sends it. */
 export interface CniCall {
@@ -83,7 +84,10 @@ export async function handleCniCall(
     const result = await dispatch(readEnv(env), stdin, context);
     return result ? { exitCode: 0, result } : { exitCode: 0 };
   } catch (err) {
-    const error = err instanceof CniError ? err : new CniError(999, (err as Error)?.message ?? String(err));
+    const error =
+      err instanceof CniError
+        ? err
+        : new CniError(INTERNAL_ERROR_CODE, (err as Error)?.message ?? String(err), '', 'internal-error');
     return { exitCode: 1, error, cniVersion: stdin.ok ? requestedVersion(stdin.value) : '1.1.0' };
   }
 }

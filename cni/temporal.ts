@@ -4,9 +4,9 @@
 import { ApplicationFailure, NamespaceNotFoundError } from '@temporalio/common';
 import { isGrpcServiceError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { TemporalConnection } from '../domain/config';
-import { FailureType } from '../domain/lease';
 import { TlsFileError } from '../temporal/connection';
 import { CniCode, CniError, quoted } from './errors';
+import { failureRefusal } from './refusals';
 
 /** Where a CNI call gets its Temporal client: the node agent's long-lived ones. */
 export type ClientSource = (settings: TemporalConnection, connectTimeoutMs: number) => Promise<Client>;
@@ -59,22 +59,6 @@ async function withinDeadline<T>(deadline: number, work: (expired: AbortSignal) 
   }
 }
 
-const FAILURE_CODES: Record<string, number> = {
-  [FailureType.invalidConfig]: CniCode.invalidNetworkConfig,
-  [FailureType.termsMismatch]: CniCode.invalidNetworkConfig,
-  // No Node of that name: during a same-name replacement the kubelet's retry succeeds.
-  [FailureType.nodeUnknown]: CniCode.tryAgainLater,
-  [FailureType.unsupported]: CniCode.unsupportedField,
-  [FailureType.exhausted]: CniCode.poolExhausted,
-  [FailureType.conflict]: CniCode.addressConflict,
-  [FailureType.released]: CniCode.tryAgainLater,
-  [FailureType.activationFailed]: CniCode.tryAgainLater,
-  // The Node was replaced while the lease produced: the runtime's next ADD reads the new one.
-  [FailureType.incarnationGone]: CniCode.tryAgainLater,
-  [FailureType.tableRebuilding]: CniCode.tryAgainLater,
-  [FailureType.tableUnverified]: CniCode.tryAgainLater,
-};
-
 export function toCniError(err: unknown, address: string): CniError {
   if (err instanceof CniError) return err;
   // The server has no such namespace: asking again cannot help.
@@ -83,26 +67,35 @@ export function toCniError(err: unknown, address: string): CniError {
       CniCode.invalidNetworkConfig,
       `temporal.namespace: unknown namespace ${quoted(err.namespace)}`,
       `Temporal at ${address} has no such namespace`,
+      'unknown-temporal-namespace',
     );
   }
   if (err instanceof TlsFileError) {
-    return new CniError(CniCode.ioFailure, `cannot read temporal.tls.${err.field} "${err.path}"`, err.reason);
+    const what = `cannot read temporal.tls.${err.field} "${err.path}"`;
+    return new CniError(CniCode.ioFailure, what, err.reason, 'tls-file-unreadable');
   }
   if (err instanceof WorkflowUpdateFailedError) {
     const cause = err.cause;
-    if (cause instanceof ApplicationFailure && cause.type && FAILURE_CODES[cause.type] !== undefined) {
-      return new CniError(FAILURE_CODES[cause.type] as number, cause.message, `lease failure ${cause.type}`);
-    }
+    const type = cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+    const refusal = failureRefusal(type);
+    if (cause && refusal)
+      return new CniError(refusal.code, cause.message, `lease failure ${type}`, refusal.reason);
     // Rejected by a validator: the request itself is wrong.
-    return new CniError(CniCode.invalidNetworkConfig, cause?.message ?? err.message);
+    return new CniError(CniCode.invalidNetworkConfig, cause?.message ?? err.message, '', 'request-rejected');
   }
   const message = err instanceof Error ? err.message : String(err);
   // Temporal refused the request itself (an id or a payload over its limits): asking again
   // cannot help, so it is never "try again later".
   if (isInvalidArgument(err)) {
-    return new CniError(CniCode.invalidNetworkConfig, `Temporal refused the request: ${message}`);
+    return new CniError(
+      CniCode.invalidNetworkConfig,
+      `Temporal refused the request: ${message}`,
+      '',
+      'request-rejected',
+    );
   }
-  return new CniError(CniCode.tryAgainLater, `Temporal at ${address} did not answer in time: ${message}`);
+  const late = `Temporal at ${address} did not answer in time: ${message}`;
+  return new CniError(CniCode.tryAgainLater, late, '', 'temporal-unreachable');
 }
 
 const GRPC_INVALID_ARGUMENT = 3;

@@ -282,7 +282,7 @@ export const NodeAgentConfigSchema = z
     deleteQueue: AbsolutePath.default(DEFAULT_DELETE_QUEUE),
     /** Offers of pre-produced leases, held on disk to answer the pods' first ADDs (domain/offer). */
     offerDir: AbsolutePath.default(DEFAULT_OFFER_DIR),
-    /** Reading pods bound to this node (pre-produce); kubeconfig omitted: in-cluster. */
+    /** Reading pods bound to this node (pre-produce), Events on pods of refused ADDs; kubeconfig omitted: in-cluster. */
     kubernetes: z
       .object({
         kubeconfig: z.string().min(1).optional(),

@@ -196,7 +196,7 @@ export interface RecoveredLease {
   reason: string;
 }
 
-/** Failure types the shim maps to CNI error codes. */
+/** Failure types of the lease, node and pool workflows; cni/refusals gives each its CNI code and reason. */
 export const FailureType = {
   invalidConfig: 'InvalidConfig',
   unsupported: 'Unsupported',
@@ -217,3 +217,4 @@ export const FailureType = {
   /** The Node incarnation the request read is gone (replaced meanwhile): the runtime tries again. */
   incarnationGone: 'IncarnationGone',
 } as const;
+export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

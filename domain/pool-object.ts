@@ -33,6 +33,7 @@ export type Condition = z.infer<typeof ConditionSchema>;
 export const PoolObjectSchema = z.looseObject({
   metadata: z.looseObject({
     name: z.string(),
+    uid: z.string().optional(),
     generation: z.number().int().default(0),
     deletionTimestamp: z.string().optional(),
   }),
@@ -152,4 +153,24 @@ export function poolObjectStatus(
     ...(use ? { sampledAt: at, ipv4: family(4), ipv6: family(6) } : {}),
     conditions: poolConditions(applied, use, generation, previous, at),
   };
+}
+
+/** A pool's use crossing a threshold: the condition raised, and the Event's reason for it. */
+const CROSSING_REASONS: Record<string, string> = {
+  NearlyExhausted: 'PoolNearlyExhausted',
+  Exhausted: 'PoolExhausted',
+};
+
+/**
+ * The use conditions this status turns True (80 % or 95 % crossed since the status before), each
+ * with the reason of its Event: raised once per crossing, not on every status write.
+ */
+export function useCrossings(
+  previous: Condition[],
+  next: Condition[],
+): Array<{ reason: string; message: string }> {
+  return next
+    .filter((c) => c.type in CROSSING_REASONS && c.status === 'True')
+    .filter((c) => previous.find((p) => p.type === c.type)?.status !== 'True')
+    .map((c) => ({ reason: CROSSING_REASONS[c.type] ?? c.type, message: `${c.type}: ${c.message}` }));
 }

@@ -15,6 +15,20 @@ export const cniRequests = new Counter({
   registers: [agentRegistry],
 });
 
+export const cniRefusals = new Counter({
+  name: 'netlease_cni_refusals_total',
+  help: 'CNI calls the node agent refused (a CNI error), by verb and reason (cni/refusals, the start of the error msg).',
+  labelNames: ['verb', 'reason'] as const,
+  registers: [agentRegistry],
+});
+
+export const podEvents = new Counter({
+  name: 'netlease_pod_events_total',
+  help: 'Events on pods for refused ADDs: created, patched (the same pod and reason again), dropped (queue full), failed.',
+  labelNames: ['result'] as const,
+  registers: [agentRegistry],
+});
+
 export const cniDuration = new Histogram({
   name: 'netlease_cni_request_duration_seconds',
   help: 'Time the node agent took to answer a CNI call, by verb and whether it succeeded.',

@@ -1,6 +1,7 @@
 // The control worker's metrics (netlease_*): leases by phase and addresses per pool and node,
 // sampled periodically from Temporal (worker/metrics-sampler), and the reconciler's runs.
 import { Counter, Gauge, Registry } from 'prom-client';
+import type { FamilyUse } from '../domain/pool-use';
 
 export const controlRegistry = new Registry();
 
@@ -42,6 +43,24 @@ export const addressesCooling = new Gauge({
   labelNames: addressLabels,
   registers: [controlRegistry],
 });
+
+/** The states of a pool's addresses, as domain/pool-use counts them. */
+const POOL_STATES = ['capacity', 'allocated', 'reserved', 'cooldown', 'leaked'] as const;
+
+export const poolAddresses = new Gauge({
+  name: 'netlease_pool_addresses',
+  help: "A pool's addresses per family by state: capacity, allocated (leaked included), reserved (free in nodes' blocks), cooldown, leaked.",
+  labelNames: ['pool', 'family', 'state'] as const,
+  registers: [controlRegistry],
+});
+
+/** Each pool's use as netlease_pool_addresses (the NetleasePool status's counts). */
+export function showPoolUse(uses: Map<string, FamilyUse[]>): void {
+  for (const [pool, families] of uses)
+    for (const use of families)
+      for (const state of POOL_STATES)
+        poolAddresses.set({ pool, family: `ipv${use.family}`, state }, use[state]);
+}
 
 export const compensationsInProgress = new Gauge({
   name: 'netlease_compensations_in_progress',

@@ -30,7 +30,7 @@ export interface ScenarioOptions {
   reconcileIntervalSeconds?: number;
   reuseCooldownSeconds?: number;
   /** Pools besides the file's own (named after its task queue), e.g. a second pool an ADD names. */
-  morePools?: Array<{ name: string; cidrs: string[] }>;
+  morePools?: Array<{ name: string; cidrs: string[]; blockSize?: { ipv4: number; ipv6: number } }>;
   /** The activation policy (defaults otherwise), e.g. a short budget or no Stalled timer. */
   activation?: Partial<ActivationPolicy>;
   /** The own pool's block sizes (defaults otherwise), e.g. small blocks a few allocations fill. */
@@ -100,6 +100,7 @@ export class Scenario {
     nodeName: string,
     containerId = `ctr-${randomUUID()}`,
     ifName = 'eth0',
+    pool = this.temporal.taskQueue,
   ): Promise<AddressGrant[]> {
     const start: LeaseStart = {
       podUid,
@@ -107,7 +108,7 @@ export class Scenario {
       podName,
       ifName,
       nodeName,
-      pool: this.temporal.taskQueue,
+      pool,
       mode: 'ipam',
     };
     const grant = await consumeLease(this.temporal.client, this.temporal.taskQueue, start, {

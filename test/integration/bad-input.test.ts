@@ -100,25 +100,25 @@ const cases: Array<[string, (uid: string) => Partial<ShimCall>, number, RegExp]>
     'a task queue the pool is not served on',
     () => withTemporal({ taskQueue: 'nobody-polls-this' }),
     7,
-    /^temporal\.taskQueue: pool "tq-bad-input-[0-9a-f]+" is served on task queue "tq-bad-input-[0-9a-f]+", not "nobody-polls-this"$/,
+    /^pool-on-other-task-queue: temporal\.taskQueue: pool "tq-bad-input-[0-9a-f]+" is served on task queue "tq-bad-input-[0-9a-f]+", not "nobody-polls-this"$/,
   ],
   [
     'a Temporal address with no port',
     () => withTemporal({ address: '127.0.0.1' }),
     7,
-    /^invalid network configuration: temporal\.address: must be host:port$/,
+    /^invalid-config: invalid network configuration: temporal\.address: must be host:port$/,
   ],
   [
     'a call budget no Temporal call fits in',
     () => withConf({ timeoutSeconds: 1e-9 }),
     7,
-    /^invalid network configuration: timeoutSeconds: /,
+    /^invalid-config: invalid network configuration: timeoutSeconds: /,
   ],
   [
     'an unknown Temporal namespace',
     () => withTemporal({ namespace: 'nope' }),
     7,
-    /^temporal\.namespace: unknown namespace "nope"$/,
+    /^unknown-temporal-namespace: temporal\.namespace: unknown namespace "nope"$/,
   ],
 ];
 
@@ -145,7 +145,10 @@ test.each(hostile)('%s is refused before any call to Temporal', async (_name, ma
 test('STATUS naming an unknown Temporal namespace is 7 naming it, not 50', async () => {
   const { stdin } = withTemporal({ namespace: 'nope' });
   const outcome = await runShim({ command: 'STATUS', stdin: { ...(stdin as object), mode: 'ptp' } });
-  expect(outcome.json).toMatchObject({ code: 7, msg: 'temporal.namespace: unknown namespace "nope"' });
+  expect(outcome.json).toMatchObject({
+    code: 7,
+    msg: 'unknown-temporal-namespace: temporal.namespace: unknown namespace "nope"',
+  });
 });
 
 // Found by fuzzing (issue 18): CHECK read prevResult.ips without looking at its shape, and
@@ -161,7 +164,7 @@ test('CHECK with a prevResult of another shape is 7 naming it', async () => {
     });
     expect(outcome.json).toMatchObject({
       code: 7,
-      msg: expect.stringMatching(/^invalid network configuration: prevResult/),
+      msg: expect.stringMatching(/^invalid-config: invalid network configuration: prevResult/),
     });
   }
   expect((await runShim({ ...call, command: 'DEL' })).exitCode).toBe(0);
@@ -245,7 +248,7 @@ test('VERSION lists the supported versions; an unsupported one is error 1', asyn
     supportedVersions: ['0.3.1', '0.4.0', '1.0.0', '1.1.0'],
   });
   const old = await runShim({ command: 'VERSION', stdin: { cniVersion: '0.3.0' } });
-  expect(old.json).toMatchObject({ code: 1, msg: 'incompatible CNI version "0.3.0"' });
+  expect(old.json).toMatchObject({ code: 1, msg: 'incompatible CNI version "0.3.0"' }); // the shim's own: no reason
 });
 
 test('histories of this file replay without nondeterminism', async () => {

@@ -189,7 +189,7 @@ test('an ADD of another mode and pool than an offer nobody took withdraws the gu
   const refused = await addWith(pod, podNetns, { name: 'net-b', mode: 'ipam' });
   expect({ exitCode: refused.exitCode, code: refused.json?.code }).toEqual({ exitCode: 1, code: 7 });
   expect(refused.json?.msg).toBe(
-    `pod ${scenario.cluster.namespace}/other-terms's eth0 lease was produced for network netlease-test (ptp, pool ${V6ONLY}); ` +
+    `terms-mismatch: pod ${scenario.cluster.namespace}/other-terms's eth0 lease was produced for network netlease-test (ptp, pool ${V6ONLY}); ` +
       `this ADD is for network net-b (ipam, pool ${scenario.temporal.taskQueue})`,
   );
   expect(await kernelLinks(podNetns)).toEqual(links);
@@ -210,7 +210,7 @@ test('a lease started by an ADD of one network refuses an ADD of another (the co
   expect(second.exitCode).toBe(1);
   expect(second.json?.code).toBe(7);
   expect(second.json?.msg).toBe(
-    `pod ${scenario.cluster.namespace}/cold's eth0 lease was produced for network netlease-test (ptp, pool ${scenario.temporal.taskQueue}); ` +
+    `terms-mismatch: pod ${scenario.cluster.namespace}/cold's eth0 lease was produced for network netlease-test (ptp, pool ${scenario.temporal.taskQueue}); ` +
       `this ADD is for network net-b (ipam, pool ${scenario.temporal.taskQueue})`,
   );
   expect(await kernelLinks(podNetns)).toEqual(links);
@@ -223,7 +223,7 @@ test('an ADD naming a pool the control plane does not serve is error 7 and start
   const outcome = await addWith(pod, podNetns, { pool: 'nosuchpool' });
   expect(outcome.exitCode).toBe(1);
   expect(outcome.json?.code).toBe(7);
-  expect(outcome.json?.msg).toBe('pool: unknown pool "nosuchpool"');
+  expect(outcome.json?.msg).toBe('unknown-pool: pool: unknown pool "nosuchpool"');
   const leaseId = leaseWorkflowId(pod.uid, 'eth0');
   const started = await scenario.temporal.client.workflow
     .getHandle(leaseId)

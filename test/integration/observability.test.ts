@@ -160,6 +160,9 @@ test('CNI calls are counted by verb and code, leases by phase, addresses per poo
     sampleValue(agentText, 'netlease_cni_request_duration_seconds_count', { verb: 'ADD', result: 'success' }),
   ).toBe(1);
   expect(sampleValue(agentText, 'netlease_cni_delete_queue_length')).toBe(0);
+  expect(
+    sampleValue(agentText, 'netlease_cni_refusals_total', { verb: 'ADD', reason: 'activation-failed' }),
+  ).toBe(1);
   // Both pods are bound to the node: the agent started their eth0 leases and offered them (held
   // on its disk for their first ADD). The ptp ADD on net1 was cold: its grant was held too, as an
   // offer answered for its sandbox, before the agent tried to make the interface (the one ADD
@@ -188,6 +191,16 @@ test('CNI calls are counted by verb and code, leases by phase, addresses per poo
   // One /26 (62 usable, the gateway aside: 61) and one /120 (255 usable, 254).
   expect(sampleValue(controlText, 'netlease_addresses_free', { ...where, family: 'ipv4' })).toBe(61 - 3);
   expect(sampleValue(controlText, 'netlease_addresses_free', { ...where, family: 'ipv6' })).toBe(254 - 3);
+  // The config file's pool: its use as the NetleasePool status would count it (a /16 of /26 blocks).
+  const pool = (state: string) =>
+    sampleValue(controlText, 'netlease_pool_addresses', { pool: taskQueue, family: 'ipv4', state });
+  expect(['capacity', 'allocated', 'reserved', 'cooldown', 'leaked'].map(pool)).toEqual([
+    1024 * 61,
+    3,
+    61 - 3,
+    0,
+    0,
+  ]);
   expect(sampleSum(controlText, 'netlease_reconcile_actions_total')).toBeGreaterThanOrEqual(0);
   expect(controlText).toMatch(/^temporal_\w+/m);
 });

@@ -53,7 +53,7 @@ const add = (pool: string) => {
 test('before any control plane has opened a pool there: 7, naming the pool and the task queue, and no lease', async () => {
   const early = await add(temporal.taskQueue);
   expect(early).toMatchObject({ exitCode: 1, code: 7 });
-  expect(early.msg).toBe(`pool: unknown pool "${temporal.taskQueue}"`);
+  expect(early.msg).toBe(`unknown-pool: pool: unknown pool "${temporal.taskQueue}"`);
   await expectNoLease(temporal, node, early.uid);
 }, 60_000);
 
@@ -69,13 +69,15 @@ test('once it runs: its pools are served, an unknown pool is 7, a terminated poo
   expect((await add(temporal.taskQueue)).exitCode).toBe(0);
   const typo = await add('nosuchpool');
   expect(typo).toMatchObject({ exitCode: 1, code: 7 });
-  expect(typo.msg).toBe('pool: unknown pool "nosuchpool"');
+  expect(typo.msg).toBe('unknown-pool: pool: unknown pool "nosuchpool"');
 
   // A pool that ran before, terminated: configured, being started again (seen red: 7 unknown pool).
   await temporal.client.workflow.getHandle(poolWorkflowId(second())).terminate('pressed Terminate');
   const refused = await add(second());
   expect(refused).toMatchObject({ exitCode: 1, code: 11 });
-  expect(refused.msg).toBe(`the control plane is starting: pool "${second()}" is not open yet`);
+  expect(refused.msg).toBe(
+    `control-plane-starting: the control plane is starting: pool "${second()}" is not open yet`,
+  );
   await expectNoLease(temporal, node, refused.uid);
 }, 120_000);
 

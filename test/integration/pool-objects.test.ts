@@ -3,7 +3,9 @@
 // a control worker reading its pools from the API opens the pool and an ADD gets an address of it;
 // the status's counts are `netleasectl pools`' own; a change under handed-out blocks is refused in
 // the Ready condition (the worker serves on), one that only adds room is applied; and the columns
-// `kubectl get netleasepools` prints (the API's Table: there is no kubectl here).
+// `kubectl get netleasepools` prints (the API's Table: there is no kubectl here). A pool's use
+// crossing 80 % and 95 % raises one Warning Event on the object each (issue 29 item 5), and its
+// counts are netlease_pool_addresses on the control worker's registry.
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { poolWorkflowId } from '../../domain/ids';
@@ -18,6 +20,8 @@ import { Scenario } from '../harness/scenario';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 import { connectKube } from '../../kubernetes/kube';
+import { controlRegistry } from '../../observability/control-metrics';
+import { sampleValue } from '../harness/exposition';
 
 const CLI = join(__dirname, '..', '..', 'cli', 'netleasectl.js');
 let scenario: Scenario;
@@ -223,6 +227,80 @@ test('kubectl get netleasepools: CIDRs, allocated/capacity per family, Ready and
   expect(row.IPv4).toMatch(/^\d+\/488$/);
   expect(row.CIDRs).toBe('["198.18.0.0/24","fd00:18::/64","198.18.1.0/24"]');
   expect(row.Age).toEqual(expect.any(String));
+});
+
+test('use crossing 80 % and 95 %: one Warning Event on the NetleasePool each, not one per status write; netlease_pool_addresses', async () => {
+  const tiny = uniqueName('tiny');
+  await create(tiny, { cidrs: ['198.51.100.0/29'], blockSize: { ipv4: 29 } }); // 8 - network, broadcast, gateway: 5
+  await untilPool(tiny, (o) => conditionOf(o, 'Ready')?.status === 'True', 'tiny Ready');
+  const addTo = async (count: number) => {
+    for (let i = 0; i < count; i++) {
+      const name = uniqueName('tiny-pod');
+      await scenario.add(
+        name,
+        await scenario.cluster.createPod(name, node),
+        node,
+        undefined,
+        undefined,
+        tiny,
+      );
+    }
+  };
+  const poolEvents = async () =>
+    (
+      await scenario.cluster.clients.core.listNamespacedEvent({
+        namespace: 'default',
+        fieldSelector: `involvedObject.kind=NetleasePool,involvedObject.name=${tiny}`,
+      })
+    ).items.map((e) => ({ type: e.type, reason: e.reason, count: e.count, message: e.message }));
+  const sampledAt = async () => String((await pools.read(tiny)).status?.sampledAt ?? '');
+  /** Two more status writes after now: what a write would raise has been raised. */
+  const twoWrites = async () => {
+    const first = await sampledAt();
+    const second = await waitForValue(sampledAt, (at) => at > first, 10_000);
+    await waitForValue(sampledAt, (at) => at > second, 10_000);
+  };
+
+  await addTo(3); // 3 of 5: 60 %
+  await untilPool(tiny, (o) => familyStatus(o, 'ipv4')?.allocated === 3, 'tiny 3 allocated');
+  await twoWrites();
+  expect(await poolEvents()).toEqual([]);
+
+  await addTo(1); // 4 of 5: 80 %
+  const nearly = await untilPool(
+    tiny,
+    (o) => conditionOf(o, 'NearlyExhausted')?.status === 'True',
+    'NearlyExhausted',
+  );
+  const raised = await waitForValue(poolEvents, (events) => events.length > 0, 10_000);
+  expect(raised).toEqual([
+    {
+      type: 'Warning',
+      reason: 'PoolNearlyExhausted',
+      count: 1,
+      message: `NearlyExhausted: ${conditionOf(nearly, 'NearlyExhausted')?.message}`,
+    },
+  ]);
+  await twoWrites();
+  expect(await poolEvents()).toEqual(raised); // once per crossing, not on every status write
+  const metric = async (state: string) =>
+    sampleValue(await controlRegistry.metrics(), 'netlease_pool_addresses', {
+      pool: tiny,
+      family: 'ipv4',
+      state,
+    });
+  expect([await metric('capacity'), await metric('allocated'), await metric('leaked')]).toEqual([5, 4, 0]);
+
+  await addTo(1); // 5 of 5
+  await untilPool(tiny, (o) => conditionOf(o, 'Exhausted')?.status === 'True', 'Exhausted');
+  const both = await waitForValue(poolEvents, (events) => events.length === 2, 10_000);
+  expect(both.map((e) => [e.reason, e.count])).toEqual(
+    expect.arrayContaining([
+      ['PoolNearlyExhausted', 1],
+      ['PoolExhausted', 1],
+    ]),
+  );
+  expect(await metric('allocated')).toBe(5);
 });
 
 test('histories of this file replay without nondeterminism', async () => {

@@ -34,7 +34,7 @@ test('an error keeps its code, message and details, in the version the call aske
   expect(answer.cniVersion).toBe('0.4.0');
   expect(wireAnswer(answer)).toEqual({
     exitCode: 1,
-    stdout: `${JSON.stringify({ cniVersion: '0.4.0', code: 7, msg: answer.error.message })}\n`,
+    stdout: `${JSON.stringify({ cniVersion: '0.4.0', code: 7, msg: `invalid-config: ${answer.error.message}` })}\n`,
   });
 });
 
@@ -45,7 +45,7 @@ test('stdin that is not JSON is error 6 in version 1.1.0; VERSION with no stdin 
   expect(JSON.parse(wire.stdout)).toEqual({
     cniVersion: '1.1.0',
     code: 6,
-    msg: 'failed to decode network configuration',
+    msg: 'bad-request: failed to decode network configuration',
     details: expect.stringContaining('JSON'),
   });
   expect(await call({ env: { CNI_COMMAND: 'VERSION' }, stdin: '' })).toEqual({
@@ -78,10 +78,14 @@ test('STATUS: a configuration Temporal cannot be reached with keeps its code; Te
   const unreadable = new TlsFileError('clientCertFile', '/nonexistent.pem', 'ENOENT');
   expect(wireAnswer(await status(failing(unreadable)))).toMatchObject({
     exitCode: 1,
-    stdout: expect.stringContaining('"code":5,"msg":"cannot read temporal.tls.clientCertFile'),
+    stdout: expect.stringContaining(
+      '"code":5,"msg":"tls-file-unreadable: cannot read temporal.tls.clientCertFile',
+    ),
   });
   expect(wireAnswer(await status(failing(new Error('connection refused'))))).toMatchObject({
-    stdout: expect.stringContaining('"code":50,"msg":"netlease is not available: Temporal does not answer"'),
+    stdout: expect.stringContaining(
+      '"code":50,"msg":"temporal-unreachable: netlease is not available: Temporal does not answer"',
+    ),
   });
 });
 

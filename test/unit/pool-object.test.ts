@@ -2,7 +2,13 @@
 // `spec.` field; the conditions say Ready by how the spec stands, NearlyExhausted at 80 % and
 // Exhausted at 95 % of a family, and keep their transition time while their status stays.
 import type { FamilyUse } from '../../domain/pool-use';
-import { PoolObjectSchema, poolObjectStatus, poolSpecOf, type PoolObject } from '../../domain/pool-object';
+import {
+  PoolObjectSchema,
+  poolObjectStatus,
+  poolSpecOf,
+  useCrossings,
+  type PoolObject,
+} from '../../domain/pool-object';
 
 const object = (spec: unknown, status?: unknown): PoolObject =>
   PoolObjectSchema.parse({ metadata: { name: 'pods', generation: 4 }, spec, status });
@@ -84,4 +90,20 @@ test('Ready says how the spec stands; a condition keeps its transition time whil
     ['NearlyExhausted', 'Unknown', 'UseUnknown'],
     ['Exhausted', 'Unknown', 'UseUnknown'],
   ]);
+});
+
+test('a use condition turning True is a crossing, once: True again, or False, is none', () => {
+  const c = (type: string, status: 'True' | 'False' | 'Unknown') =>
+    ({ type, status, reason: 'r', message: `${type} m`, lastTransitionTime: 't' }) as const;
+  const below = [c('Ready', 'True'), c('NearlyExhausted', 'False'), c('Exhausted', 'False')];
+  const nearly = [c('Ready', 'True'), c('NearlyExhausted', 'True'), c('Exhausted', 'False')];
+  const full = [c('Ready', 'True'), c('NearlyExhausted', 'True'), c('Exhausted', 'True')];
+  expect(useCrossings(below, nearly)).toEqual([
+    { reason: 'PoolNearlyExhausted', message: 'NearlyExhausted: NearlyExhausted m' },
+  ]);
+  expect(useCrossings(nearly, nearly)).toEqual([]);
+  expect(useCrossings(nearly, full).map((x) => x.reason)).toEqual(['PoolExhausted']);
+  expect(useCrossings([], full).map((x) => x.reason)).toEqual(['PoolNearlyExhausted', 'PoolExhausted']);
+  expect(useCrossings(full, below)).toEqual([]);
+  expect(useCrossings(below, [c('Ready', 'False'), ...below.slice(1)])).toEqual([]);
 });

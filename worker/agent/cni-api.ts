@@ -6,13 +6,16 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { decodeCall, handleCniCall, wireAnswer, type CniAnswer, type DecodedCall } from '../../cni/handle';
-import { CniCode } from '../../cni/errors';
+import { CniCode, type CniError } from '../../cni/errors';
+import { eventReason } from '../../cni/refusals';
+import type { EventRecorder } from '../../kubernetes/events';
 import type { CniContext } from '../../cni/commands';
 import { clientFor, closeTemporalClients } from './temporal-clients';
 import { leasePodUid, leaseWorkflowId } from '../../domain/ids';
 import { hostNodeLabel } from '../../kubernetes/node-name';
 import {
   cniDuration,
+  cniRefusals,
   cniRequests,
   deleteQueueLength,
   deletesQueued,
@@ -40,6 +43,8 @@ export interface CniApiOptions {
   held?: HeldOffers;
   /** How often the queued DELs are applied (a test drains by hand instead). */
   drainEveryMs?: number;
+  /** Where a refused ADD's Event on its pod goes (none: no kubernetes section, no Events). */
+  events?: EventRecorder;
 }
 
 export interface CniApi {
@@ -51,11 +56,26 @@ export interface CniApi {
 const tryAgainLater = (answer: CniAnswer) =>
   answer.exitCode !== 0 && answer.error.code === CniCode.tryAgainLater;
 
-/** The CNI error of a failed answer: its code and message. */
-function errorOf(answer: CniAnswer): { code: number; error?: string } {
+/** The CNI error of a failed answer: its code, reason and message. */
+function errorOf(answer: CniAnswer): { code: number; reason?: string; error?: string } {
   if (answer.exitCode === 0) return { code: 0 };
-  const { code, message, details } = answer.error;
-  return { code, error: shortMessage([message, details].filter(Boolean).join(': ')) };
+  const { code, reason, message, details } = answer.error;
+  return { code, reason, error: shortMessage([message, details].filter(Boolean).join(': ')) };
+}
+
+/** The pod CNI_ARGS names (a runtime that names none, like cnitool by default, gets no Event). */
+function podOf({ env }: DecodedCall): { namespace: string; name: string; uid?: string } | undefined {
+  const args = argsOf(env);
+  if (!args.K8S_POD_NAMESPACE || !args.K8S_POD_NAME) return undefined;
+  return { namespace: args.K8S_POD_NAMESPACE, name: args.K8S_POD_NAME, uid: args.K8S_POD_UID || undefined };
+}
+
+/** A refused ADD's Warning on its pod: the reason in UpperCamelCase, the CNI error's msg as message. */
+function recordRefusal(events: EventRecorder | undefined, call: DecodedCall, error: CniError): void {
+  const pod = podOf(call);
+  if (!events || !pod) return;
+  const object = { apiVersion: 'v1', kind: 'Pod', ...pod };
+  events.record({ object, type: 'Warning', reason: eventReason(error.reason), message: error.text });
 }
 
 /** The node a call names in its network configuration, if any (ipam.nodeName when delegated). */
@@ -65,15 +85,19 @@ function nodeOf({ stdin }: DecodedCall): unknown {
   return conf?.nodeName ?? conf?.ipam?.nodeName;
 }
 
-/** What a log line says about a call: verb, pod, node, lease id. Never throws. */
-export function callFields(call: DecodedCall): Record<string, string> {
-  const env = call.env;
-  const args = Object.fromEntries(
+/** CNI_ARGS as far as they are KEY=VALUE pairs. Never throws (readEnv judges them). */
+const argsOf = (env: DecodedCall['env']): Record<string, string> =>
+  Object.fromEntries(
     (env.CNI_ARGS ?? '')
       .split(';')
       .map((pair) => pair.split('=', 2))
       .filter((kv): kv is [string, string] => kv.length === 2),
   );
+
+/** What a log line says about a call: verb, pod, node, lease id. Never throws. */
+export function callFields(call: DecodedCall): Record<string, string> {
+  const env = call.env;
+  const args = argsOf(env);
   const node = nodeOf(call);
   const fields: Record<string, string> = { verb: verbLabel(env.CNI_COMMAND) };
   const uid = env.CNI_CONTAINERID ? leasePodUid(args.K8S_POD_UID, env.CNI_CONTAINERID) : args.K8S_POD_UID;
@@ -91,6 +115,7 @@ async function answer(
   deleteQueue: string,
   log: Log,
   context: CniContext,
+  events?: EventRecorder,
 ): Promise<CniAnswer> {
   const started = process.hrtime.bigint();
   const decoded = decodeCall(call);
@@ -103,13 +128,17 @@ async function answer(
     result = { exitCode: 0 };
   }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const { code, error } = errorOf(result);
+  const { code, reason, error } = errorOf(result);
   const verb = verbLabel(call.env.CNI_COMMAND);
   cniRequests.inc({ verb, code: String(code) });
+  if (result.exitCode !== 0) {
+    cniRefusals.inc({ verb, reason: result.error.reason });
+    if (verb === 'ADD') recordRefusal(events, decoded, result.error);
+  }
   cniDuration.observe({ verb, result: code === 0 ? 'success' : 'error' }, seconds);
   const fields = { ...callFields(decoded), code, durationMs: Math.round(seconds * 1000) };
   if (queued) log.warn({ ...fields, queued: true }, 'cni DEL queued: Temporal did not answer');
-  else if (code !== 0) log.warn({ ...fields, error }, 'cni call failed');
+  else if (code !== 0) log.warn({ ...fields, reason, error }, 'cni call failed');
   // STATUS comes every few seconds from the runtime: at debug, so the log stays about pods.
   else if (verb === 'STATUS') log.debug(fields, 'cni call');
   else log.info(fields, 'cni call');
@@ -140,6 +169,7 @@ export async function serveCniApi({
   log = silentLog(),
   held = {},
   drainEveryMs = DRAIN_EVERY_MS,
+  events,
 }: CniApiOptions): Promise<CniApi> {
   // Read per call: a test may hand the agent its offers after the API is up.
   const context: CniContext = {
@@ -153,7 +183,7 @@ export async function serveCniApi({
       try {
         if (request.method !== 'POST' || request.url !== '/cni') throw new Error('POST /cni only');
         const call = QueuedCallSchema.parse(JSON.parse(await readBody(request)));
-        const body = JSON.stringify(wireAnswer(await answer(call, deleteQueue, log, context)));
+        const body = JSON.stringify(wireAnswer(await answer(call, deleteQueue, log, context, events)));
         response.writeHead(200, { 'content-type': 'application/json' }).end(body);
       } catch (err) {
         log.warn({ error: errorMessage(err) }, 'cni API: bad request');

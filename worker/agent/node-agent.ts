@@ -1,6 +1,7 @@
 // Entry point: node dist/worker/agent/node-agent.js --config <file>   (or NETLEASE_NODE_AGENT_CONFIG=<file>)
 // The node name: `nodeName` in the file, else NETLEASE_NODE_NAME, else the host name. Logs are
-// JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port.
+// JSON lines on stdout; with `metrics` in the config, GET /metrics on metrics.host:port. With a
+// `kubernetes` section a refused ADD raises an Event on its pod (the CNI error's reason and msg).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { NamespaceNotFoundError } from '@temporalio/common';
@@ -17,8 +18,9 @@ import type { DataplaneActivities } from '../../domain/dataplane';
 import { createDataplaneActivities, offerActivities } from '../../activities/dataplane';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { configuredNodeName, hostNodeName } from '../../kubernetes/node-name';
-import { connectKube } from '../../kubernetes/kube';
-import { agentRegistry } from '../../observability/agent-metrics';
+import { eventRecorder, type EventRecorder } from '../../kubernetes/events';
+import { connectKube, type KubeClients } from '../../kubernetes/kube';
+import { agentRegistry, podEvents } from '../../observability/agent-metrics';
 import { createLog, errorMessage, type Log } from '../../observability/log';
 import { serveMetrics, type MetricsServer } from '../../observability/metrics-server';
 import { installRuntime } from '../../observability/runtime';
@@ -53,9 +55,19 @@ async function main(): Promise<void> {
     metrics = await serveMetrics({ ...config.metrics, registry: agentRegistry, log: nodeLog, ...runtime });
     nodeLog.info({ host: config.metrics.host, port: metrics.port }, 'metrics on GET /metrics');
   }
+  const kube = config.kubernetes
+    ? await connectKube(config.kubernetes.kubeconfig, config.kubernetes.timeouts)
+    : undefined;
+  const events = kube ? podEventsFor(kube, nodeName, nodeLog) : undefined;
   // The socket serves at once, Temporal or not: ADDs get 11 naming it, DELs are queued, STATUS is 50.
   const held: HeldOffers = {};
-  const cni = await serveCniApi({ socket: config.cniSocket, deleteQueue: config.deleteQueue, log, held });
+  const cni = await serveCniApi({
+    socket: config.cniSocket,
+    deleteQueue: config.deleteQueue,
+    log,
+    held,
+    events,
+  });
   nodeLog.info({ cniSocket: config.cniSocket, deleteQueue: config.deleteQueue }, 'CNI API listening');
   // One dataplane (one forwarding keeper): the worker runs it and the offers activate with it.
   const dataplane = createDataplaneActivities({ hostNetns: config.hostNetns });
@@ -65,8 +77,9 @@ async function main(): Promise<void> {
     nodeLog,
     stopping,
   );
-  if (connected) await serve(config, connected, held, nodeLog);
+  if (connected) await serve(config, connected, held, nodeLog, kube);
   await cni.close();
+  await events?.close();
   await connected?.agent.close();
   await metrics?.close();
   nodeLog.info('node agent stopped');
@@ -80,12 +93,18 @@ interface Connected {
 }
 
 /** Runs the worker until SIGINT/SIGTERM (Temporal's own handling ends it), pre-producing meanwhile. */
-async function serve(config: NodeAgentConfig, connected: Connected, held: HeldOffers, log: Log) {
+async function serve(
+  config: NodeAgentConfig,
+  connected: Connected,
+  held: HeldOffers,
+  log: Log,
+  kube: KubeClients | undefined,
+) {
   const { agent, client, offers } = connected;
   held.offers = offers;
   log.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
   const running = agent.worker.run();
-  const preProducer = await preProduceFor(config, agent.nodeName, log, client, offers);
+  const preProducer = kube && preProduceFor(config, kube, agent.nodeName, log, client, offers);
   await running;
   preProducer?.stop();
   offers.close();
@@ -172,17 +191,28 @@ async function offersFor(
   return offers;
 }
 
+/** The Events on pods of refused ADDs, written in the background (never holding an ADD up). */
+function podEventsFor(kube: KubeClients, nodeName: string, log: Log): EventRecorder {
+  return eventRecorder({
+    kube,
+    component: 'netlease-node-agent',
+    host: nodeName,
+    log,
+    counted: (result) => podEvents.inc({ result }),
+  });
+}
+
 /** With a `preProduce` section: leases of pods bound to this node are produced before their ADD. */
-async function preProduceFor(
+function preProduceFor(
   config: NodeAgentConfig,
+  kube: KubeClients,
   nodeName: string,
   log: Log,
   client: Client,
   offers: OfferBook,
-): Promise<PreProducer | undefined> {
-  if (!config.preProduce || !config.kubernetes) return undefined;
+): PreProducer | undefined {
+  if (!config.preProduce) return undefined;
   logConflistAgreement(config.preProduce, log);
-  const kube = await connectKube(config.kubernetes.kubeconfig, config.kubernetes.timeouts);
   const producer = startPreProducing({
     client,
     offers,

@@ -101,8 +101,16 @@ export async function createControlWorker(
         if (config.kubernetes.watch) watches = startWatches(site);
         else await triggerReconcile(client, taskQueue); // no watch: the reconciler looks at once
       }
+      // NetleasePools' use is sampled with their status; the config file's pools by the sampler.
+      const poolsOfFile = config.kubernetes?.poolObjects ? undefined : () => config.pools;
       if (config.metrics)
-        sampler = startMetricsSampler(client, taskQueue, config.metrics.sampleIntervalSeconds, log);
+        sampler = startMetricsSampler(
+          client,
+          taskQueue,
+          config.metrics.sampleIntervalSeconds,
+          log,
+          poolsOfFile,
+        );
       await Promise.all([running, refused]);
     },
     quiesce,

@@ -1,8 +1,11 @@
 // The control worker's periodic sample of what Temporal holds, for /metrics: open leases by
 // LeasePhase (visibility counts: one GROUP BY query where the server supports it, else one count
 // per phase) and each node workflow's allocation table (its `state` query) as addresses used,
-// free and cooling per pool, node and family. Bounded and cheap: once per interval, never per scrape.
+// free and cooling per pool, node and family; with pools from the config file, each pool's use
+// (netlease_pool_addresses; NetleasePools' comes with their status, worker/control/pool-objects).
+// Bounded and cheap: once per interval, never per scrape.
 import type { Client } from '@temporalio/client';
+import type { PoolSpec } from '../../domain/config';
 import { addressUsage } from '../../domain/allocation';
 import { LEASE_PHASES } from '../../domain/lease';
 import {
@@ -16,8 +19,10 @@ import {
   leasesStalled,
   sampleDuration,
   sampleErrors,
+  showPoolUse,
 } from '../../observability/control-metrics';
 import { errorMessage, type Log } from '../../observability/log';
+import { readPoolUse } from '../../temporal/pool-use';
 import { knownNodes } from '../../temporal/visibility';
 import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
@@ -70,6 +75,8 @@ export function startMetricsSampler(
   taskQueue: string,
   intervalSeconds: number,
   log: Log,
+  /** The pools whose use it samples (none: NetleasePools, whose status writes sample it). */
+  pools?: () => PoolSpec[],
 ): MetricsSampler {
   const grouped = { works: true };
   const base = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
@@ -80,6 +87,7 @@ export function startMetricsSampler(
     try {
       const phases = await countByPhase(client, base, grouped);
       const nodes = await nodeStates(client, taskQueue);
+      const uses = pools ? await readPoolUse(client, taskQueue, pools()) : new Map();
       // Everything read: replace the gauges in one go, so a gone node's series disappear.
       for (const [phase, count] of phases) leasesByPhase.set({ phase }, count);
       leasesParked.set(phases.get('ActivationFailed') ?? 0);
@@ -100,6 +108,7 @@ export function startMetricsSampler(
           }
         }
       }
+      showPoolUse(uses);
       lastSample.set(now / 1000);
     } catch (err) {
       if (stopped) return; // cut by the process stopping (its workflows no longer answer queries)

@@ -4,7 +4,10 @@
 // nothing and is reported in the object's Ready condition; the worker goes on. `config.pools` holds
 // the specs the pools serve (what the activities and the reconciler read); a deleted object's pool
 // keeps its entry, for its workflow keeps serving the leases it has. Each object's status (its use
-// per family and conditions) is written on a change and every poolStatusIntervalSeconds.
+// per family and conditions) is written on a change and every poolStatusIntervalSeconds; a write
+// that turns NearlyExhausted or Exhausted True raises a Warning Event on the object, and the use
+// goes to netlease_pool_addresses.
+import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import { ConfigError, type NetleaseConfig, type PoolSpec } from '../../domain/config';
 import {
@@ -12,13 +15,19 @@ import {
   PoolObjectSchema,
   poolObjectStatus,
   poolSpecOf,
+  useCrossings,
+  POOL_GROUP,
+  POOL_KIND,
+  POOL_VERSION,
   type Applied,
   type PoolObject,
 } from '../../domain/pool-object';
 import type { FamilyUse } from '../../domain/pool-use';
+import { eventRecorder } from '../../kubernetes/events';
 import type { KubeClients } from '../../kubernetes/kube';
 import { writePoolStatus } from '../../kubernetes/pool-objects';
 import { watchForever } from '../../kubernetes/watch-loop';
+import { showPoolUse } from '../../observability/control-metrics';
 import { errorMessage, type Log } from '../../observability/log';
 import { openAndConfigurePool } from '../../temporal/pools';
 import { readPoolUse } from '../../temporal/pool-use';
@@ -49,6 +58,7 @@ const withSpec = (pools: PoolSpec[], spec: PoolSpec) => [...pools.filter((p) => 
 export function followPoolObjects(site: PoolObjectsSite): PoolObjects {
   const { kube, client, config, log } = site;
   const followed = new Map<string, Followed>();
+  const events = eventRecorder({ kube, component: 'netlease-control', host: hostname(), log });
   // One step at a time: the watch's handling and the timer's refresh never interleave.
   let turn: Promise<unknown> = Promise.resolve();
   const serial = <T>(step: () => Promise<T>): Promise<T> => {
@@ -75,7 +85,9 @@ export function followPoolObjects(site: PoolObjectsSite): PoolObjects {
   const use = async (names: string[]): Promise<Map<string, FamilyUse[]>> => {
     const served = config.pools.filter((p) => names.includes(p.name));
     try {
-      return await readPoolUse(client, config.temporal.taskQueue, served);
+      const uses = await readPoolUse(client, config.temporal.taskQueue, served);
+      showPoolUse(uses);
+      return uses;
     } catch (err) {
       log.warn({ error: errorMessage(err) }, 'reading the pools’ use failed; their status says Unknown');
       return new Map();
@@ -86,9 +98,25 @@ export function followPoolObjects(site: PoolObjectsSite): PoolObjects {
     const f = followed.get(name);
     if (!f) return;
     const status = poolObjectStatus(f.object, f.applied, uses.get(name), new Date());
-    await writePoolStatus(kube, name, status).catch((err: unknown) =>
-      log.warn({ pool: name, error: errorMessage(err) }, 'writing a NetleasePool status failed'),
+    const written = await writePoolStatus(kube, name, status).then(
+      () => true,
+      (err: unknown) => {
+        log.warn({ pool: name, error: errorMessage(err) }, 'writing a NetleasePool status failed');
+        return false;
+      },
     );
+    if (!written) return; // the next write crosses the threshold again
+    const crossings = useCrossings(f.object.status?.conditions ?? [], status.conditions);
+    // What was written is the status the next write compares with, before the watch brings it back.
+    f.object = { ...f.object, status: { ...f.object.status, ...status } };
+    const { uid } = f.object.metadata;
+    const object = {
+      apiVersion: `${POOL_GROUP}/${POOL_VERSION}`,
+      kind: POOL_KIND,
+      name,
+      ...(uid ? { uid } : {}),
+    };
+    for (const { reason, message } of crossings) events.record({ object, type: 'Warning', reason, message });
   };
 
   const reapply = async (f: Followed) => {
@@ -136,6 +164,7 @@ export function followPoolObjects(site: PoolObjectsSite): PoolObjects {
     stop() {
       clearInterval(timer);
       loop.stop();
+      void events.close();
     },
   };
 }
