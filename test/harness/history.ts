@@ -2,9 +2,27 @@
 // "produced exactly once" from Temporal's own record.
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const { EventType } = temporal.api.enums.v1;
+
+/** An event's type without its prefix: `WORKFLOW_TASK_COMPLETED`. */
+export const eventName = (event: HistoryEvent): string =>
+  String(EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
+
+/** Events a workflow task's commands write (those a lease can issue). */
+export const COMMAND_EVENTS = new Set([
+  'MARKER_RECORDED',
+  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  'ACTIVITY_TASK_SCHEDULED',
+  'ACTIVITY_TASK_CANCEL_REQUESTED',
+  'TIMER_STARTED',
+  'TIMER_CANCELED',
+  'WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+  'WORKFLOW_EXECUTION_UPDATE_COMPLETED',
+  'WORKFLOW_EXECUTION_COMPLETED',
+]);
 
 /**
  * The activity type of a local activity's marker (core writes it in the marker's `data`); none for

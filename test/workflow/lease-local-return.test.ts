@@ -17,12 +17,12 @@ import { nodeTaskQueue } from '../../domain/dataplane';
 import { termsOf, type LeaseStart } from '../../domain/lease';
 import { leaseStartOptions } from '../../temporal/leases';
 import { deactivateUpdate, LEASE_WORKFLOW_TYPE, releaseSignal } from '../../workflows/lease-messages';
+import { COMMAND_EVENTS, eventName } from '../harness/history';
 import { expectReplayed, historyFromShowJson, replayErrorOf } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { gate, workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const { EventType } = temporal.api.enums.v1;
 
 const node = uniqueName('wf-local-node');
 const addresses = [{ family: 4 as const, address: '198.18.0.3', prefixLength: 26, gateway: '198.18.0.1' }];
@@ -69,26 +69,11 @@ afterAll(async () => {
   await t?.close();
 });
 
-const nameOf = (event: HistoryEvent) => String(EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
-
-/** Events a workflow task's commands write (those this lease can issue). */
-const COMMAND_EVENTS = new Set([
-  'MARKER_RECORDED',
-  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-  'ACTIVITY_TASK_SCHEDULED',
-  'ACTIVITY_TASK_CANCEL_REQUESTED',
-  'TIMER_STARTED',
-  'TIMER_CANCELED',
-  'WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
-  'WORKFLOW_EXECUTION_UPDATE_COMPLETED',
-  'WORKFLOW_EXECUTION_COMPLETED',
-]);
-
 /** Each completed workflow task's commands (the events that follow its completion), in order. */
 function commandsByTask(events: HistoryEvent[]): string[][] {
   const tasks: string[][] = [];
   let current: string[] | undefined;
-  for (const name of events.map(nameOf)) {
+  for (const name of events.map(eventName)) {
     if (name === 'WORKFLOW_TASK_COMPLETED') tasks.push((current = []));
     else if (current && COMMAND_EVENTS.has(name)) current.push(name);
     else current = undefined;

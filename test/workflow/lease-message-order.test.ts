@@ -17,6 +17,7 @@ import {
   podRunningSignal,
   releaseSignal,
 } from '../../workflows/lease-messages';
+import { COMMAND_EVENTS, eventName } from '../harness/history';
 import { expectReplayed, historyFromShowJson, replayErrorOf } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { heldTask } from '../harness/one-task';
@@ -24,7 +25,6 @@ import { waitForValue } from '../harness/wait';
 import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const { EventType } = temporal.api.enums.v1;
 
 const node = uniqueName('wf-order-node');
 const addresses = [{ family: 4 as const, address: '198.18.0.2', prefixLength: 26, gateway: '198.18.0.1' }];
@@ -56,29 +56,16 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-/** Events a workflow task's commands write (those this lease can issue). */
-const COMMAND_EVENTS = new Set([
-  'MARKER_RECORDED',
-  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-  'ACTIVITY_TASK_SCHEDULED',
-  'ACTIVITY_TASK_CANCEL_REQUESTED',
-  'TIMER_STARTED',
-  'TIMER_CANCELED',
-  'WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
-  'WORKFLOW_EXECUTION_UPDATE_COMPLETED',
-]);
-const nameOf = (event: HistoryEvent) => String(EventType[event.eventType ?? 0]).replace('EVENT_TYPE_', '');
-
 /** The commands of the workflow task that accepted this update, in order. */
 function commandsOfTaskAccepting(events: HistoryEvent[], updateId: string): string[] {
   const accepted = events.findIndex(
     (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.protocolInstanceId === updateId,
   );
   let first = accepted;
-  while (first > 0 && COMMAND_EVENTS.has(nameOf(events[first - 1] ?? {}))) first--;
+  while (first > 0 && COMMAND_EVENTS.has(eventName(events[first - 1] ?? {}))) first--;
   let end = accepted;
-  while (end < events.length && COMMAND_EVENTS.has(nameOf(events[end] ?? {}))) end++;
-  return events.slice(first, end).map(nameOf);
+  while (end < events.length && COMMAND_EVENTS.has(eventName(events[end] ?? {}))) end++;
+  return events.slice(first, end).map(eventName);
 }
 
 const fixtureCommands = ['UPSERT_WORKFLOW_SEARCH_ATTRIBUTES', 'ACTIVITY_TASK_SCHEDULED'];
