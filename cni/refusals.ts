@@ -13,7 +13,8 @@ type Code = CniCodeValue | typeof INTERNAL_ERROR_CODE;
 
 /** Each reason and the CNI codes it comes with. */
 export const REASONS = {
-  'bad-request': [CniCode.invalidEnv, CniCode.decodeFailure],
+  // 5: the shim's own (stdin unreadable, a call too large to pass on).
+  'bad-request': [CniCode.invalidEnv, CniCode.decodeFailure, CniCode.ioFailure],
   'incompatible-version': [CniCode.incompatibleVersion],
   'invalid-config': [CniCode.invalidNetworkConfig],
   'unknown-pool': [CniCode.invalidNetworkConfig],
@@ -36,7 +37,8 @@ export const REASONS = {
   'table-unverified': [CniCode.tryAgainLater],
   'lease-releasing': [CniCode.tryAgainLater],
   'activation-failed': [CniCode.tryAgainLater],
-  'no-node-agent': [CniCode.pluginNotAvailable],
+  // 11 and 50 (STATUS): the shim's own, the agent's socket not answering.
+  'no-node-agent': [CniCode.pluginNotAvailable, CniCode.tryAgainLater],
   'internal-error': [INTERNAL_ERROR_CODE],
 } as const satisfies Record<string, readonly Code[]>;
 

@@ -77,7 +77,7 @@ func main() {
 func run(in io.Reader, out io.Writer) int {
 	stdin, err := io.ReadAll(io.LimitReader(in, maxStdin+1))
 	if err != nil || len(stdin) > maxStdin {
-		return fail(out, "1.1.0", 5, "cannot read stdin", fmt.Sprint(err))
+		return fail(out, "1.1.0", 5, "bad-request", "cannot read stdin", fmt.Sprint(err))
 	}
 	conf, decodeErr := decode(stdin)
 	version := conf.CNIVersion
@@ -89,24 +89,24 @@ func run(in io.Reader, out io.Writer) int {
 	case command == "VERSION":
 		return answerVersion(out, stdin, version, decodeErr)
 	case command == "":
-		return fail(out, version, 4, "missing environment variable CNI_COMMAND", "")
+		return fail(out, version, 4, "bad-request", "missing environment variable CNI_COMMAND", "")
 	case !forwarded[command]:
-		return fail(out, version, 4, fmt.Sprintf("invalid CNI_COMMAND %q", command),
+		return fail(out, version, 4, "bad-request", fmt.Sprintf("invalid CNI_COMMAND %q", command),
 			"expected one of ADD, DEL, CHECK, VERSION, GC, STATUS")
 	case decodeErr != nil:
-		return fail(out, version, 6, "failed to decode network configuration", decodeErr.Error())
+		return fail(out, version, 6, "bad-request", "failed to decode network configuration", decodeErr.Error())
 	case conf.Empty:
-		return fail(out, version, 6, "failed to decode network configuration", "no network configuration on stdin")
+		return fail(out, version, 6, "bad-request", "failed to decode network configuration", "no network configuration on stdin")
 	case !conf.Object:
-		return fail(out, version, 7, "invalid network configuration: expected a JSON object", "")
+		return fail(out, version, 7, "invalid-config", "invalid network configuration: expected a JSON object", "")
 	}
 	s := conf.effective()
 	if s.Problem != "" {
-		return fail(out, version, 7, "invalid network configuration: "+s.Problem, "")
+		return fail(out, version, 7, "invalid-config", "invalid network configuration: "+s.Problem, "")
 	}
 	request := encodeCall(os.Environ(), stdin)
 	if len(request) > maxRequest {
-		return fail(out, version, 5, "cannot pass the call to the node agent",
+		return fail(out, version, 5, "bad-request", "cannot pass the call to the node agent",
 			fmt.Sprintf("%d bytes once encoded; the agent reads at most %d", len(request), maxRequest))
 	}
 	got, err := ask(s, request)
@@ -191,10 +191,10 @@ func (c netConf) effective() settings {
 
 func answerVersion(out io.Writer, stdin []byte, version string, decodeErr error) int {
 	if decodeErr != nil {
-		return fail(out, "1.1.0", 6, "failed to decode network configuration", decodeErr.Error())
+		return fail(out, "1.1.0", 6, "bad-request", "failed to decode network configuration", decodeErr.Error())
 	}
 	if len(bytes.TrimSpace(stdin)) > 0 && !supported(version) {
-		return fail(out, version, 1, fmt.Sprintf("incompatible CNI version %q", version),
+		return fail(out, version, 1, "incompatible-version", fmt.Sprintf("incompatible CNI version %q", version),
 			"supported: "+strings.Join(supportedVersions, ", "))
 	}
 	text := quote([]byte(`{"cniVersion":`), version)
@@ -237,21 +237,22 @@ func agentDown(out io.Writer, command, version string, s settings, request []byt
 	switch command {
 	case "DEL":
 		if err := enqueue(s.DeleteQueue, request); err != nil {
-			return fail(out, version, 11, fmt.Sprintf("netlease node agent at %s does not answer and the DEL cannot be queued in %s", s.AgentSocket, s.DeleteQueue), err.Error())
+			return fail(out, version, 11, "no-node-agent", fmt.Sprintf("netlease node agent at %s does not answer and the DEL cannot be queued in %s", s.AgentSocket, s.DeleteQueue), err.Error())
 		}
 		return 0
 	case "STATUS":
-		return fail(out, version, 50, fmt.Sprintf("netlease is not available: the node agent at %s does not answer", s.AgentSocket), cause.Error())
+		return fail(out, version, 50, "no-node-agent", fmt.Sprintf("netlease is not available: the node agent at %s does not answer", s.AgentSocket), cause.Error())
 	default:
-		return fail(out, version, 11, fmt.Sprintf("netlease node agent at %s does not answer", s.AgentSocket), cause.Error())
+		return fail(out, version, 11, "no-node-agent", fmt.Sprintf("netlease node agent at %s does not answer", s.AgentSocket), cause.Error())
 	}
 }
 
-// fail prints a CNI error: {"cniVersion","code","msg","details"}, details left out when empty.
-func fail(out io.Writer, version string, code int, msg, details string) int {
+// fail prints a CNI error: {"cniVersion","code","msg","details"}, details left out when empty. The
+// msg starts with the refusal's reason, as the agent's do (cni/refusals.ts is the table of them).
+func fail(out io.Writer, version string, code int, reason, msg, details string) int {
 	text := quote([]byte(`{"cniVersion":`), version)
 	text = append(text, `,"code":`+strconv.Itoa(code)+`,"msg":`...)
-	text = quote(text, msg)
+	text = quote(text, reason+": "+msg)
 	if details != "" {
 		text = quote(append(text, `,"details":`...), details)
 	}

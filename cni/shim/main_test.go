@@ -192,7 +192,8 @@ func TestAgentDown(t *testing.T) {
 	socket, queue := filepath.Join(dir, "no-agent.sock"), filepath.Join(dir, "queue")
 	for command, want := range map[string]int{"ADD": 11, "CHECK": 11, "STATUS": 50} {
 		code, out := shim(t, command, conf(socket, queue))
-		if errCode, msg := cniError(t, out); code != 1 || errCode != want || !strings.Contains(msg, socket) {
+		errCode, msg := cniError(t, out)
+		if code != 1 || errCode != want || !strings.HasPrefix(msg, "no-node-agent: ") || !strings.Contains(msg, socket) {
 			t.Errorf("%s: exit %d, %s", command, code, out)
 		}
 	}
@@ -236,11 +237,11 @@ func TestAnsweredByTheShim(t *testing.T) {
 	cases := []struct{ command, stdin, want string }{
 		{"VERSION", `{"cniVersion":"0.4.0"}`, `{"cniVersion":"0.4.0","supportedVersions":["0.3.1","0.4.0","1.0.0","1.1.0"]}`},
 		{"VERSION", ``, `{"cniVersion":"1.1.0","supportedVersions":["0.3.1","0.4.0","1.0.0","1.1.0"]}`},
-		{"VERSION", `{"cniVersion":"9.9.9"}`, `{"cniVersion":"9.9.9","code":1,"msg":"incompatible CNI version \"9.9.9\"","details":"supported: 0.3.1, 0.4.0, 1.0.0, 1.1.0"}`},
-		{"VERSION", `{"cniVersion":`, `{"cniVersion":"1.1.0","code":6,"msg":"failed to decode network configuration","details":"unexpected end of JSON input"}`},
-		{"", `{}`, `{"cniVersion":"1.1.0","code":4,"msg":"missing environment variable CNI_COMMAND"}`},
-		{"FOO", `{"cniVersion":"1.0.0"}`, `{"cniVersion":"1.0.0","code":4,"msg":"invalid CNI_COMMAND \"FOO\"","details":"expected one of ADD, DEL, CHECK, VERSION, GC, STATUS"}`},
-		{"DEL", `not json`, `{"cniVersion":"1.1.0","code":6,"msg":"failed to decode network configuration","details":"invalid character 'o' in literal null (expecting 'u')"}`},
+		{"VERSION", `{"cniVersion":"9.9.9"}`, `{"cniVersion":"9.9.9","code":1,"msg":"incompatible-version: incompatible CNI version \"9.9.9\"","details":"supported: 0.3.1, 0.4.0, 1.0.0, 1.1.0"}`},
+		{"VERSION", `{"cniVersion":`, `{"cniVersion":"1.1.0","code":6,"msg":"bad-request: failed to decode network configuration","details":"unexpected end of JSON input"}`},
+		{"", `{}`, `{"cniVersion":"1.1.0","code":4,"msg":"bad-request: missing environment variable CNI_COMMAND"}`},
+		{"FOO", `{"cniVersion":"1.0.0"}`, `{"cniVersion":"1.0.0","code":4,"msg":"bad-request: invalid CNI_COMMAND \"FOO\"","details":"expected one of ADD, DEL, CHECK, VERSION, GC, STATUS"}`},
+		{"DEL", `not json`, `{"cniVersion":"1.1.0","code":6,"msg":"bad-request: failed to decode network configuration","details":"invalid character 'o' in literal null (expecting 'u')"}`},
 	}
 	for _, c := range cases {
 		code, out := shim(t, c.command, c.stdin)
@@ -301,6 +302,7 @@ func TestAgentHangsUp(t *testing.T) {
 // DEL was queued in a relative directory. They are the request's mistakes: error 6 or 7 naming
 // the field, and nothing queued.
 func TestConfigsTheShimCannotUse(t *testing.T) {
+	reasonOf := map[int]string{6: "bad-request", 7: "invalid-config"}
 	dir := t.TempDir()
 	wd, _ := os.Getwd()
 	if err := os.Chdir(dir); err != nil { // where a relative queue would land
@@ -326,7 +328,7 @@ func TestConfigsTheShimCannotUse(t *testing.T) {
 		for _, command := range []string{"ADD", "DEL", "CHECK", "STATUS", "GC"} {
 			code, out := shim(t, command, c.stdin)
 			errCode, msg := cniError(t, out)
-			if code != 1 || errCode != c.code || !strings.Contains(msg, c.msg) {
+			if code != 1 || errCode != c.code || !strings.HasPrefix(msg, reasonOf[c.code]+": ") || !strings.Contains(msg, c.msg) {
 				t.Errorf("%s %q: exit %d, %s", command, c.stdin, code, out)
 			}
 		}
@@ -350,7 +352,7 @@ func TestCallTooLargeForTheAgent(t *testing.T) {
 	stdin := strings.Replace(conf(socket, queue), `"name":"n"`, `"name":"`+quotes+`"`, 1)
 	for _, command := range []string{"ADD", "DEL"} {
 		code, out := shim(t, command, stdin)
-		if errCode, msg := cniError(t, out); code != 1 || errCode != 5 || !strings.Contains(msg, "cannot pass the call to the node agent") {
+		if errCode, msg := cniError(t, out); code != 1 || errCode != 5 || !strings.HasPrefix(msg, "bad-request: cannot pass the call to the node agent") {
 			t.Errorf("%s: exit %d, %.300s", command, code, out)
 		}
 	}

@@ -248,7 +248,8 @@ test('VERSION lists the supported versions; an unsupported one is error 1', asyn
     supportedVersions: ['0.3.1', '0.4.0', '1.0.0', '1.1.0'],
   });
   const old = await runShim({ command: 'VERSION', stdin: { cniVersion: '0.3.0' } });
-  expect(old.json).toMatchObject({ code: 1, msg: 'incompatible CNI version "0.3.0"' }); // the shim's own: no reason
+  // The shim's own refusal: its reason too, no Event (the agent never saw the call).
+  expect(old.json).toMatchObject({ code: 1, msg: 'incompatible-version: incompatible CNI version "0.3.0"' });
 });
 
 test('histories of this file replay without nondeterminism', async () => {

@@ -94,3 +94,13 @@ test('docs/operating.md lists every reason with its CNI codes, and the reserved 
     expect([reason, rows.get(reason)]).toEqual([reason, codes.join(', ')]);
   for (const reason of RESERVED_REASONS) expect([reason, rows.get(reason)]).toEqual([reason, 'reserved']);
 });
+
+test("the Go shim's own refusals carry reasons of the table, with their codes", () => {
+  const shim = readFileSync(join(__dirname, '..', '..', '..', 'cni', 'shim', 'main.go'), 'utf8');
+  const calls = [...shim.matchAll(/\bfail\(out, [^,]+, (\d+), "([a-z-]+)",/g)];
+  expect(calls.length).toBeGreaterThanOrEqual(10);
+  for (const [, code, reason] of calls)
+    expect([reason, code, codesOf(reason as Reason)?.includes(Number(code))]).toEqual([reason, code, true]);
+  // Every fail call passes a reason (a new one without would not match above).
+  expect(shim.match(/\bfail\(out, /g)?.length).toBe(calls.length);
+});
