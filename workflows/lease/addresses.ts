@@ -54,9 +54,11 @@ const remote = proxyActivities<ControlActivities>({
 const local = proxyLocalActivities<ControlActivities>({
   scheduleToCloseTimeout: '3 seconds',
   // Bounds of their own: sdk-core drops a schedule-to-close timeout that fires while the call backs
-  // off between attempts, so a call that fails fast would retry in the task for ever. Each attempt
-  // gets the whole budget (one that hangs is cut once, not retried), three at most.
-  startToCloseTimeout: '3 seconds',
+  // off between attempts, so a call that fails fast would retry in the task for ever. Three
+  // attempts at most, each cut after 4 s: past the 3 s, so that the first attempt of a call that
+  // hangs is ended by the schedule-to-close timeout (final) and not by its own (retried; the two
+  // raced when equal, under load).
+  startToCloseTimeout: '4 seconds',
   retry: {
     ...retry,
     maximumAttempts: 3,
