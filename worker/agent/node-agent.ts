@@ -17,7 +17,8 @@ import type { DataplaneActivities } from '../../domain/dataplane';
 import { createDataplaneActivities, offerActivities } from '../../activities/dataplane';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { configuredNodeName, hostNodeName } from '../../kubernetes/node-name';
-import { connectKube } from '../../kubernetes/kube';
+import { connectKube, type KubeClients } from '../../kubernetes/kube';
+import { SelectionFacts } from '../../kubernetes/selection-facts';
 import { agentRegistry } from '../../observability/agent-metrics';
 import { createLog, errorMessage, type Log } from '../../observability/log';
 import { serveMetrics, type MetricsServer } from '../../observability/metrics-server';
@@ -85,10 +86,25 @@ async function serve(config: NodeAgentConfig, connected: Connected, held: HeldOf
   held.offers = offers;
   log.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
   const running = agent.worker.run();
-  const preProducer = await preProduceFor(config, agent.nodeName, log, client, offers);
+  const kube =
+    config.kubernetes && (await connectKube(config.kubernetes.kubeconfig, config.kubernetes.timeouts));
+  const facts = kube && selectionFactsFor(kube, agent.nodeName, log);
+  held.facts = facts;
+  const preProducer =
+    kube && facts && preProduceFor(config, agent.nodeName, log, { client, offers, kube, facts });
   await running;
   preProducer?.stop();
+  facts?.stop();
   offers.close();
+}
+
+/** The pods' facts pool selection reads at ADD (and the pre-producer's guess): kept from watches. */
+function selectionFactsFor(kube: KubeClients, nodeName: string, log: Log): SelectionFacts {
+  const facts = new SelectionFacts(kube, nodeName).start((err) =>
+    log.warn({ watch: 'pool selection', error: errorMessage(err) }, 'watch error; reopening'),
+  );
+  log.info('pool selection reads the pods, namespaces and node from watches');
+  return facts;
 }
 
 /**
@@ -173,20 +189,20 @@ async function offersFor(
 }
 
 /** With a `preProduce` section: leases of pods bound to this node are produced before their ADD. */
-async function preProduceFor(
+function preProduceFor(
   config: NodeAgentConfig,
   nodeName: string,
   log: Log,
-  client: Client,
-  offers: OfferBook,
-): Promise<PreProducer | undefined> {
-  if (!config.preProduce || !config.kubernetes) return undefined;
+  uses: { client: Client; offers: OfferBook; kube: KubeClients; facts: SelectionFacts },
+): PreProducer | undefined {
+  if (!config.preProduce) return undefined;
   logConflistAgreement(config.preProduce, log);
-  const kube = await connectKube(config.kubernetes.kubeconfig, config.kubernetes.timeouts);
+  const { client, offers, kube, facts } = uses;
   const producer = startPreProducing({
     client,
     offers,
     kube,
+    facts,
     reader: new ClusterReader(kube.core, kube.timeouts),
     nodeName,
     taskQueue: config.temporal.taskQueue,
