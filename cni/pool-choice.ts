@@ -7,6 +7,7 @@ import type { Client } from '@temporalio/client';
 import type { LeaseStart } from '../domain/lease';
 import { selectPool, type SelectionInput, type Selection } from '../domain/pool-selection';
 import type { PodFactsSource } from '../kubernetes/selection-facts';
+import { errorMessage } from '../observability/log';
 import { servedPools } from '../temporal/pool-catalogue';
 import { CniCode, CniError } from './errors';
 
@@ -24,7 +25,15 @@ async function selectionFor(
       node: { name: pod.nodeName },
     };
   const { podNamespace: namespace, podName: name, podUid: uid, nodeName } = pod;
-  return facts.forPod({ namespace, name, uid, nodeName });
+  try {
+    return await facts.forPod({ namespace, name, uid, nodeName });
+  } catch (err) {
+    // Not Temporal's: said as what it is (a 403 is the agent's RBAC), and the runtime asks again.
+    throw new CniError(
+      CniCode.tryAgainLater,
+      `pool selection cannot read pod ${namespace}/${name}, its namespace or node ${nodeName} from the Kubernetes API: ${errorMessage(err)}`,
+    );
+  }
 }
 
 /** Whether the served pools as kept may be behind: the selection names a pool they lack. */
