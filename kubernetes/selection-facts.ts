@@ -1,8 +1,10 @@
 // What pool selection reads of the cluster for a pod (domain/pool-selection): its annotations, its
 // namespace's labels and annotations, its node's labels. The node agent keeps them from three
 // watches (its node's pods, the namespaces, its own Node), so an ADD adds no API read in the
-// common case; an object the watches have not brought yet is read (quorum) at the ADD. As fresh
-// as the watches: a label changed a moment before an ADD may not be seen by it.
+// common case. The pods come from the pre-producer's watch when there is one (`keepPod`: one
+// watch of the node's pods per agent; it opens once the pool is served), else from a watch of
+// its own. An object the watches have not brought yet is read (quorum) at the ADD. As fresh as
+// the watches: a label changed a moment before an ADD may not be seen by it.
 import { z } from 'zod';
 import type { LabeledObject } from '../domain/pool-selection';
 import { isNotFound, kubeCall, type KubeClients } from './kube';
@@ -45,6 +47,14 @@ export interface PodSelectionFacts {
   node: LabeledObject;
 }
 
+/** A watch event handler that keeps the objects it parses (a deletion as such). */
+const kept =
+  (into: (o: KubeObject, deleted: boolean) => void) =>
+  (type: string, object: unknown): void => {
+    const parsed = ObjectSchema.safeParse(object);
+    if (parsed.success) into(parsed.data, type === 'DELETED');
+  };
+
 export class SelectionFacts implements PodFactsSource {
   private readonly pods = new Map<string, KubeObject>();
   private readonly namespaces = new Map<string, KubeObject>();
@@ -56,24 +66,38 @@ export class SelectionFacts implements PodFactsSource {
     private readonly nodeName: string,
   ) {}
 
-  /** Opens the watches; `onError` hears each watch failure (they reopen by themselves). */
-  start(onError: (err: unknown) => void): this {
-    const keep = (into: (o: KubeObject, deleted: boolean) => void) => (type: string, object: unknown) => {
-      const parsed = ObjectSchema.safeParse(object);
-      if (parsed.success) into(parsed.data, type === 'DELETED');
-      return Promise.resolve();
-    };
-    const pods = keep((o, deleted) => this.put(this.pods, o.metadata.uid ?? o.metadata.name, o, deleted));
-    const namespaces = keep((o, deleted) => this.put(this.namespaces, o.metadata.name, o, deleted));
-    const node = keep((o, deleted) => (this.node = deleted ? undefined : o));
-    const on = (path: string, handle: ReturnType<typeof keep>, fieldSelector?: string) =>
+  /**
+   * Opens the watches; `onError` hears each watch failure (they reopen by themselves). `watchPods`
+   * false: the pods come from another watch of the node's pods, through `keepPod`.
+   */
+  start(onError: (err: unknown) => void, { watchPods = true } = {}): this {
+    const on = (path: string, handle: (type: string, object: unknown) => void, fieldSelector?: string) =>
       this.watches.push(
-        watchForever(this.kube, path, handle, onError, fieldSelector ? { query: { fieldSelector } } : {}),
+        watchForever(
+          this.kube,
+          path,
+          (type, object) => Promise.resolve(handle(type, object)),
+          onError,
+          fieldSelector ? { query: { fieldSelector } } : {},
+        ),
       );
-    on('/api/v1/pods', pods, `spec.nodeName=${this.nodeName}`);
-    on('/api/v1/namespaces', namespaces);
-    on('/api/v1/nodes', node, `metadata.name=${this.nodeName}`);
+    if (watchPods)
+      on('/api/v1/pods', (type, object) => this.keepPod(type, object), `spec.nodeName=${this.nodeName}`);
+    on(
+      '/api/v1/namespaces',
+      kept((o, deleted) => this.put(this.namespaces, o.metadata.name, o, deleted)),
+    );
+    on(
+      '/api/v1/nodes',
+      kept((o, deleted) => (this.node = deleted ? undefined : o)),
+      `metadata.name=${this.nodeName}`,
+    );
     return this;
+  }
+
+  /** Keeps a watch event of a pod bound to this node (from this one's pod watch or another's). */
+  keepPod(type: string, object: unknown): void {
+    kept((o, deleted) => this.put(this.pods, o.metadata.uid ?? o.metadata.name, o, deleted))(type, object);
   }
 
   stop(): void {

@@ -88,7 +88,8 @@ async function serve(config: NodeAgentConfig, connected: Connected, held: HeldOf
   const running = agent.worker.run();
   const kube =
     config.kubernetes && (await connectKube(config.kubernetes.kubeconfig, config.kubernetes.timeouts));
-  const facts = kube && selectionFactsFor(kube, agent.nodeName, log);
+  // With a pre-producer, its watch of the node's pods feeds the facts too (one pod watch).
+  const facts = kube && selectionFactsFor(kube, agent.nodeName, log, !config.preProduce);
   held.facts = facts;
   const preProducer =
     kube && facts && preProduceFor(config, agent.nodeName, log, { client, offers, kube, facts });
@@ -99,9 +100,15 @@ async function serve(config: NodeAgentConfig, connected: Connected, held: HeldOf
 }
 
 /** The pods' facts pool selection reads at ADD (and the pre-producer's guess): kept from watches. */
-function selectionFactsFor(kube: KubeClients, nodeName: string, log: Log): SelectionFacts {
-  const facts = new SelectionFacts(kube, nodeName).start((err) =>
-    log.warn({ watch: 'pool selection', error: errorMessage(err) }, 'watch error; reopening'),
+function selectionFactsFor(
+  kube: KubeClients,
+  nodeName: string,
+  log: Log,
+  watchPods: boolean,
+): SelectionFacts {
+  const facts = new SelectionFacts(kube, nodeName).start(
+    (err) => log.warn({ watch: 'pool selection', error: errorMessage(err) }, 'watch error; reopening'),
+    { watchPods },
   );
   log.info('pool selection reads the pods, namespaces and node from watches');
   return facts;
@@ -203,6 +210,7 @@ function preProduceFor(
     offers,
     kube,
     facts,
+    onPodEvent: (type, object) => facts.keepPod(type, object),
     reader: new ClusterReader(kube.core, kube.timeouts),
     nodeName,
     taskQueue: config.temporal.taskQueue,

@@ -48,6 +48,8 @@ export interface PreProduceOptions {
   offers?: OfferBook;
   /** The pods' facts the guess of their pool reads, as the ADD does (none: no label is known). */
   facts?: PodFactsSource;
+  /** Told each event of the pre-producer's pod watch first (one watch of the node's pods per agent). */
+  onPodEvent?: (type: string, object: unknown) => void;
   log?: Log;
 }
 
@@ -150,6 +152,7 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
   };
 
   const handle = async (type: string, object: unknown) => {
+    options.onPodEvent?.(type, object);
     const hint = PodSchema.safeParse(object);
     if (type === 'DELETED' || !hint.success) return;
     const fact = podFact(hint.data);
