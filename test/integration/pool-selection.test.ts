@@ -5,7 +5,7 @@
 // from the lease, and the agents' pre-produced guesses are the same pools; a pod annotation naming the other region's pool is refused with the reason
 // (calico#10502: never the wrong region's address) and no lease workflow is started; an
 // annotation naming no served pool is an error naming the annotation.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -33,7 +33,10 @@ const REGIONS = [
 type Region = (typeof REGIONS)[number];
 
 let scenario: Scenario;
-const agents = new Map<string, { process: NodeAgentProcess; paths: AgentCniPaths; offerDir: string }>();
+const agents = new Map<
+  string,
+  { process: NodeAgentProcess; paths: AgentCniPaths; offerDir: string; dir: string }
+>();
 
 beforeAll(async () => {
   scenario = await Scenario.create('pool-selection', {
@@ -61,13 +64,16 @@ beforeAll(async () => {
         preProduce: { network: 'netlease-test', mode: 'ptp' },
       },
     );
-    agents.set(node, { process, paths, offerDir });
+    agents.set(node, { process, paths, offerDir, dir });
     const watching = await waitFor(() => process.output().includes('"msg":"pre-producing leases"'), 30_000);
     if (!watching) throw new Error(`node agent of ${node} did not start pre-producing: ${process.output()}`);
   }
 }, 90_000);
 afterAll(async () => {
-  for (const { process } of agents.values()) await process.stop();
+  for (const { process, dir } of agents.values()) {
+    await process.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
   await scenario?.close();
   await deleteAllNetns();
 });
