@@ -17,7 +17,10 @@ import {
 import type { Offer, OfferRecord } from '../domain/offer';
 import { routesFor } from '../domain/routes';
 import { poolTaskQueue, unopenedPool } from '../temporal/pools';
+import { DEFAULT_POOL } from '../domain/pool-selection';
+import type { PodFactsSource } from '../kubernetes/selection-facts';
 import { consumeLease } from './consume';
+import { chosenPool } from './pool-choice';
 import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { CniEnv } from './env';
 import { CniCode, CniError, quoted } from './errors';
@@ -47,10 +50,14 @@ export interface OfferAnswers {
   allSettled(until?: AbortSignal): Promise<void>;
 }
 
-/** What a call uses: the agent's Temporal clients, and its offers where it pre-produces. */
+/**
+ * What a call uses: the agent's Temporal clients, its offers where it pre-produces, and the pods'
+ * facts pool selection reads where it reads the cluster.
+ */
 export interface CniContext {
   clients: ClientSource;
   offers?: OfferAnswers;
+  facts?: PodFactsSource;
 }
 
 function run<T>(
@@ -68,7 +75,11 @@ function run<T>(
  * retries and parks) and the ADD waits for that.
  */
 export async function add(env: CniEnv, conf: NetConf, context: CniContext): Promise<Output> {
-  const start = leaseStart(env, conf);
+  const start = await run(context, conf, async (client) => {
+    const pod = leaseStart(env, conf, conf.settings.pool ?? DEFAULT_POOL);
+    const { taskQueue } = conf.settings.temporal;
+    return { ...pod, pool: await chosenPool(client, taskQueue, context.facts, pod, conf.settings.pool) };
+  });
   const routes = conf.settings.routes;
   const sandbox: Sandbox = {
     containerId: env.containerId,
@@ -102,7 +113,7 @@ async function grantOf(
   if (taken) return toldBy(taken);
   const consume = (madeBy: InterfaceMaker) =>
     run(context, conf, async (client) => {
-      await refuseUnservedPool(client, conf.settings.pool, temporal.taskQueue);
+      await refuseUnservedPool(client, start.pool, temporal.taskQueue);
       return consumeLease(client, temporal.taskQueue, start, { ...sandbox, terms: termsOf(start), madeBy });
     });
   const consumed = await consume(offers?.makes(start, temporal) ? 'agent' : 'lease');

@@ -23,14 +23,15 @@ export function nodeNameOf(conf: NetConf): string {
   }
 }
 
-export function leaseStart(env: CniEnv, conf: NetConf): LeaseStart {
+/** The ADD's lease, for `pool` (selected: cni/pool-choice). */
+export function leaseStart(env: CniEnv, conf: NetConf, pool: string): LeaseStart {
   return {
     podUid: podUid(env),
     podNamespace: env.args.K8S_POD_NAMESPACE ?? '',
     podName: env.args.K8S_POD_NAME ?? '',
     ifName: env.ifName,
     nodeName: nodeNameOf(conf),
-    pool: conf.settings.pool,
+    pool,
     mode: networkMode(conf.delegated, conf.settings.mode),
     network: conf.name,
   };

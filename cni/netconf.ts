@@ -11,8 +11,11 @@ export const PLUGIN_TYPE = 'netlease';
 
 export const NetleaseSettingsSchema = z.object({
   type: z.literal(PLUGIN_TYPE),
-  /** A pool name of the control config: a DNS label (PoolSpecSchema). */
-  pool: DnsLabelSchema.default('default'),
+  /**
+   * A pool name of the control config: a DNS label (PoolSpecSchema). Omitted: the pod's pool is
+   * selected (domain/pool-selection), `default` among equals.
+   */
+  pool: DnsLabelSchema.optional(),
   /** A Kubernetes node name; defaults to the host name. */
   nodeName: DnsSubdomainSchema.optional(),
   mode: DataplaneModeSchema.optional(),

@@ -18,6 +18,8 @@ export const REASONS = {
   'incompatible-version': [CniCode.incompatibleVersion],
   'invalid-config': [CniCode.invalidNetworkConfig],
   'unknown-pool': [CniCode.invalidNetworkConfig],
+  'no-pool-for-pod': [CniCode.invalidNetworkConfig],
+  'invalid-pool-annotation': [CniCode.invalidNetworkConfig],
   'pool-on-other-task-queue': [CniCode.invalidNetworkConfig],
   'unknown-temporal-namespace': [CniCode.invalidNetworkConfig],
   'request-rejected': [CniCode.invalidNetworkConfig],
@@ -31,6 +33,7 @@ export const REASONS = {
   'temporal-unreachable': [CniCode.tryAgainLater, CniCode.pluginNotAvailable],
   'control-plane-starting': [CniCode.tryAgainLater],
   'node-not-found': [CniCode.tryAgainLater],
+  'pod-facts-unreadable': [CniCode.tryAgainLater],
   'node-replacing': [CniCode.tryAgainLater],
   'node-continuing': [CniCode.tryAgainLater],
   'table-rebuilding': [CniCode.tryAgainLater],
@@ -45,7 +48,7 @@ export const REASONS = {
 export type Reason = keyof typeof REASONS;
 
 /** Named by issue 29 for refusals not built yet: kept for them, produced by nothing today. */
-export const RESERVED_REASONS = ['no-pool-for-pod', 'static-address-held', 'sticky-address-fenced'] as const;
+export const RESERVED_REASONS = ['static-address-held', 'sticky-address-fenced'] as const;
 
 /** The reason of a code that has one meaning; the others (5, 11, 50) name theirs where they are made. */
 const BY_CODE = {

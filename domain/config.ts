@@ -256,7 +256,8 @@ export const AbsolutePath = z
 export const PreProduceSchema = z
   .object({
     network: NetworkNameSchema,
-    pool: DnsLabelSchema,
+    /** As the conflist's `pool`; omitted (as there): each pod's pool is selected (domain/pool-selection). */
+    pool: DnsLabelSchema.optional(),
     mode: z.enum(['ipam', 'ptp']).default('ipam'),
     ifName: z.string().min(1).max(15).default('eth0'),
     /**

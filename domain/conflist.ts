@@ -24,7 +24,7 @@ export const networkMode = (delegated: boolean, mode: DataplaneMode | undefined)
 type Terms = Pick<PreProduce, 'network' | 'mode' | 'pool' | 'ifName'>;
 
 // Only what decides the terms (defaults as cni/netconf's); the rest is the runtime's and the shim's.
-const Settings = z.looseObject({ mode: DataplaneModeSchema.optional(), pool: z.string().default('default') });
+const Settings = z.looseObject({ mode: DataplaneModeSchema.optional(), pool: z.string().optional() });
 const ConflistSchema = z.looseObject({
   name: z.string(),
   plugins: z.array(z.looseObject({ type: z.string(), ipam: z.looseObject({ type: z.string() }).optional() })),
@@ -51,7 +51,7 @@ export function conflistTerms(conflist: unknown): Terms | string {
   };
 }
 
-const text = (t: Terms) => `network ${t.network} (${t.mode}, pool ${t.pool}, ${t.ifName})`;
+const text = (t: Terms) => `network ${t.network} (${t.mode}, pool ${t.pool ?? '(selected)'}, ${t.ifName})`;
 
 /**
  * One line naming both sides when the agent's preProduce is not what ADDs through `conflist` ask

@@ -3,6 +3,7 @@
 // configuration's schemas in every workflow (./config re-exports it).
 import { z } from 'zod';
 import { overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
+import { LabelSelectorSchema } from './label-selector';
 import { DnsLabelSchema } from './names';
 import { CidrText, parsed } from './text-schemas';
 
@@ -31,6 +32,10 @@ export const PoolSpecSchema = z
     exclude: z.array(ExclusionText).default([]),
     /** `first`: the first usable address of each node block is the gateway; `none`: no gateway. */
     gateway: z.enum(['first', 'none']).default('first'),
+    /** Pods of the namespaces whose labels it matches may get addresses here (absent: all; ./pool-selection). */
+    namespaceSelector: LabelSelectorSchema.optional(),
+    /** Pods on the nodes whose labels it matches may get addresses here (absent: all; ./pool-selection). */
+    nodeSelector: LabelSelectorSchema.optional(),
   })
   .strict()
   .superRefine((pool, ctx) => {

@@ -10,7 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import type { TemporalConnectionSchema } from '../domain/config';
+import type { PoolSpecSchema, TemporalConnectionSchema } from '../domain/config';
 import { connectKube, isConflict, isNotFound, kubeCall } from '../kubernetes/kube';
 import { hostDirsOf, waitNodesReady, type LocalCluster } from './cluster';
 import type { NetleaseImage } from './netlease-image';
@@ -29,6 +29,8 @@ export interface InClusterOptions {
   image: NetleaseImage;
   temporal: z.input<typeof TemporalConnectionSchema>;
   pool: { name: string; cidrs: string[] };
+  /** Pools served besides `pool` (say, with selectors); the network config names `pool`. */
+  morePools?: Array<z.input<typeof PoolSpecSchema>>;
   /** Each node's host namespace is `<hostNetnsPrefix><node name>` (the caller makes them). */
   hostNetnsPrefix: string;
   network?: string;
@@ -76,7 +78,7 @@ export async function inClusterValues(options: InClusterOptions): Promise<ChartV
           }
         : {}),
     },
-    pools: [{ name: options.pool.name, cidrs: options.pool.cidrs }],
+    pools: [{ name: options.pool.name, cidrs: options.pool.cidrs }, ...(options.morePools ?? [])],
     // containerd 1.6's libcni knows CNI versions up to 1.0.0.
     network: {
       name: options.network ?? 'netlease',

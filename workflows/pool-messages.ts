@@ -75,3 +75,12 @@ export const configureUpdate = defineUpdate<PoolSpec, [PoolConfiguration]>('conf
 /** Verifies the block table against the nodes' tables and the leases (a reset run; a fresh one does it itself). */
 export const rebuildPoolUpdate = defineUpdate<PoolRebuildReport | null, [RebuildRequest]>('rebuild');
 export const poolStateQuery = defineQuery<PoolState>('state');
+
+/** What a pool serves, without its block table: the node agents' pool catalogue reads it. */
+export interface PoolServing {
+  spec: PoolSpec;
+  /** The address families of its CIDRs. */
+  families: Family[];
+}
+/** A query of its own so the agents' pool selection does not fetch the block table (`state`). */
+export const poolSpecQuery = defineQuery<PoolServing>('spec');

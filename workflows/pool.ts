@@ -18,6 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
+import { poolFamilies } from '../domain/allocation';
 import { blocksOf, freeBlock } from '../domain/blocks';
 import { FailureType } from '../domain/lease';
 import { RebuildRequestSchema } from '../domain/node-requests';
@@ -44,6 +45,7 @@ import {
   CONFIGURED_POOLS_MEMO,
   configureUpdate,
   moveBlocksUpdate,
+  poolSpecQuery,
   poolStateQuery,
   rebuildPoolUpdate,
   returnBlocksUpdate,
@@ -127,7 +129,14 @@ class Pool {
       ({ forRun }) => CancellationScope.nonCancellable(() => this.rebuild(forRun, 'found unverified')),
       { validator: validated(RebuildRequestSchema, 'rebuild') },
     );
-    setHandler(poolStateQuery, () => this.carried());
+    setHandler(poolStateQuery, () => this.carried(), {
+      description: 'The whole pool state: its spec and its block table (large). No input.',
+    });
+    // Input ignored (the UI's query form may send an empty one); a query writes no history.
+    setHandler(poolSpecQuery, () => ({ spec: this.state.spec, families: poolFamilies(this.state.spec) }), {
+      description:
+        "The pool's spec (CIDRs, block sizes, selectors) and address families, without its block table. No input.",
+    });
   }
 
   /**

@@ -39,6 +39,11 @@ export interface TestCluster {
   setPodPhase(name: string, phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed'): Promise<void>;
   /** One update (one MODIFIED event) that changes nothing netlease reads; the new resourceVersion. */
   labelPod(name: string, value: string): Promise<number>;
+  /** Merges labels and annotations into the test's namespace (pool selection reads them). */
+  markNamespace(metadata: {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  }): Promise<void>;
   /** Grace 0 by default (what the kubelet does last); `graceful`: the pod stays Terminating. */
   deletePod(name: string, how?: Deletion): Promise<void>;
   /** Removes every finalizer: a Terminating object then goes away. */
@@ -52,6 +57,8 @@ export interface TestCluster {
 
 export interface ObjectOptions {
   finalizers?: string[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
   /** Pods only: on the node's network (no CNI call). */
   hostNetwork?: boolean;
 }
@@ -84,7 +91,8 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
     clients,
     namespace,
     async createNode(name, options = {}) {
-      const node = await core.createNode({ body: { metadata: { name, finalizers: options.finalizers } } });
+      const { finalizers, labels, annotations } = options;
+      const node = await core.createNode({ body: { metadata: { name, finalizers, labels, annotations } } });
       nodes.add(name);
       return node.metadata?.uid ?? '';
     },
@@ -95,7 +103,12 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
       const pod = await core.createNamespacedPod({
         namespace,
         body: {
-          metadata: { name, finalizers: options.finalizers },
+          metadata: {
+            name,
+            finalizers: options.finalizers,
+            labels: options.labels,
+            annotations: options.annotations,
+          },
           spec: {
             nodeName,
             hostNetwork: options.hostNetwork,
@@ -114,6 +127,10 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
       const body = [{ op: 'add', path: '/metadata/labels', value: { step: value } }];
       const pod = await core.patchNamespacedPod({ name, namespace, body }, jsonPatch(clients));
       return Number(pod.metadata?.resourceVersion ?? 0);
+    },
+    async markNamespace(metadata) {
+      const body = { metadata };
+      await core.patchNamespace({ name: namespace, body }, mergePatch(clients));
     },
     async deletePod(name, how) {
       await core.deleteNamespacedPod({ name, namespace, ...graceOf(how) });
@@ -139,4 +156,8 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
 /** client-node 1.x sends patches as merge patches unless told otherwise. */
 function jsonPatch({ kube }: KubeClients) {
   return kube.setHeaderOptions('Content-Type', kube.PatchStrategy.JsonPatch);
+}
+
+function mergePatch({ kube }: KubeClients) {
+  return kube.setHeaderOptions('Content-Type', kube.PatchStrategy.MergePatch);
 }

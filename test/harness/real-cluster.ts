@@ -8,6 +8,8 @@ import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppsV1Api, V1Deployment } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { z } from 'zod';
+import type { PoolSpecSchema } from '../../domain/config';
 import { leaseWorkflowId } from '../../domain/ids';
 import type { LeaseState } from '../../domain/lease';
 import { connectKube, type CoreApi, type KubeClients } from '../../kubernetes/kube';
@@ -50,6 +52,8 @@ export interface RealClusterOptions {
   /** The control worker's reconciler interval (default: an hour, so it does not run). */
   reconcileIntervalSeconds?: number;
   preProduce?: boolean;
+  /** Pools served besides the cluster's own (not routed by the machine), e.g. with selectors. */
+  morePools?: Array<z.input<typeof PoolSpecSchema>>;
 }
 
 /** The node agent: a host process, or with NETLEASE_E2E_IN_CLUSTER=1 its DaemonSet pod's container. */
@@ -200,6 +204,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
         temporal: { ...connection, address: tlsProxy.address },
         tls: { ca: tlsProxy.files.ca, cert: tlsProxy.files.clientCert, key: tlsProxy.files.clientKey },
         pool,
+        ...(options.morePools ? { morePools: options.morePools } : {}),
         hostNetnsPrefix: POD_HOST_NETNS,
         reconcileIntervalSeconds,
         ...(options.preProduce !== undefined ? { preProduce: options.preProduce } : {}),
@@ -208,7 +213,11 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     else {
       const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds };
       worker = await runControlWorker(
-        testConfig(temporal.taskQueue, { kubernetes, reuseCooldownSeconds: 1, pools: [pool] }),
+        testConfig(temporal.taskQueue, {
+          kubernetes,
+          reuseCooldownSeconds: 1,
+          pools: [pool, ...(options.morePools ?? [])],
+        }),
       );
     }
   } catch (err) {

@@ -1,9 +1,10 @@
 // A scenario: real Temporal + real kube-apiserver, a control worker with the Kubernetes section,
 // and helpers to put pods through ADD and read their leases.
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import { consumeLease } from '../../cni/consume';
 import type { AddressGrant } from '../../domain/allocation';
-import type { ActivationPolicy, WedgedLeases } from '../../domain/config';
+import type { ActivationPolicy, PoolSpecSchema, WedgedLeases } from '../../domain/config';
 import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import { termsOf, type LeaseStart, type LeaseState } from '../../domain/lease';
 import { unlessGone } from '../../temporal/workflow-gone';
@@ -30,7 +31,7 @@ export interface ScenarioOptions {
   reconcileIntervalSeconds?: number;
   reuseCooldownSeconds?: number;
   /** Pools besides the file's own (named after its task queue), e.g. a second pool an ADD names. */
-  morePools?: Array<{ name: string; cidrs: string[]; blockSize?: { ipv4: number; ipv6: number } }>;
+  morePools?: Array<z.input<typeof PoolSpecSchema>>;
   /** The activation policy (defaults otherwise), e.g. a short budget or no Stalled timer. */
   activation?: Partial<ActivationPolicy>;
   /** The own pool's block sizes (defaults otherwise), e.g. small blocks a few allocations fill. */

@@ -2,14 +2,17 @@
 // activities, watches and reconciler schedule share it, and so do the node agent's Worker, CNI
 // calls, pre-producer and offers (a Client built on the Worker's NativeConnection). Counted as
 // `ss -tnp` counts them: the TCP connections each process has established to Temporal's port,
-// once every one of its users has called Temporal (a pod pre-produced, its ADD and DEL).
-import { mkdtempSync } from 'node:fs';
+// once every one of its users has called Temporal (a pod pre-produced, its ADD and DEL). And the
+// agent watches its node's pods once: pool selection keeps them from the pre-producer's watch.
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stopPid } from '../../tools/processes';
 import { rssMiB } from '../bench/proc';
 import { startControlProcess, untilControlStarted, type ControlProcess } from '../harness/control-process';
-import { kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
+import { kubeGet } from '../../tools/kube-apiserver';
+import { sampleSum } from '../harness/exposition';
+import { apiServerAddress, kubeconfigPath, testCluster, type TestCluster } from '../harness/kube';
 import { netconf } from '../harness/netconf';
 import { deleteAllNetns, makeNetns } from '../harness/netns';
 import { startNodeAgentProcess, type AgentCniPaths, type NodeAgentProcess } from '../harness/node-agent';
@@ -91,6 +94,34 @@ test('the control worker and the node agent each hold one connection to Temporal
   );
   expect(held).toEqual({ control: 1, agent: 1 });
 }, 120_000);
+
+/** The watches of pods the API server holds open now, every client's (its own gauge). */
+async function podWatches(): Promise<number> {
+  const { users } = JSON.parse(readFileSync(kubeconfigPath(), 'utf8')) as {
+    users: Array<{ user: { token?: string } }>;
+  };
+  const token = users[0]?.user.token ?? '';
+  const { status, body } = await kubeGet(`https://${apiServerAddress()}`, token, '/metrics');
+  if (status !== 200) throw new Error(`GET /metrics of the API server: HTTP ${status}`);
+  return sampleSum(body, 'apiserver_longrunning_requests', { resource: 'pods', verb: 'WATCH' });
+}
+
+test("the node agent holds one watch of its node's pods: the pre-producer's, which pool selection shares", async () => {
+  if (!agent) throw new Error('not started');
+  // The agent's pod watches are open: the pre-producer's produced the pod of the test before, and
+  // pool selection's facts open theirs at the agent's start. Counted as what its exit closes.
+  const withAgent = await podWatches();
+  await stopPid(agent.pid);
+  agent = undefined;
+  const without = await waitForValue(
+    podWatches,
+    (n) => n < withAgent,
+    10_000,
+    100,
+    "the agent's watches closed",
+  );
+  expect(withAgent - without).toBe(1);
+}, 60_000);
 
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed(temporal, 2); // the pod's lease and the node's workflow

@@ -1,5 +1,6 @@
 // Pools as NetleasePool objects (issue 29 item 4) on the real kube-apiserver: the CRD of deploy/
-// installs and its CEL rules refuse a bad CIDR or a block larger than its CIDR, naming the field;
+// installs and its CEL rules refuse a bad CIDR, a block larger than its CIDR or a bad label
+// selector, naming the field;
 // a control worker reading its pools from the API opens the pool and an ADD gets an address of it;
 // the status's counts are `netleasectl pools`' own; a change under handed-out blocks is refused in
 // the Ready condition (the worker serves on), one that only adds room is applied; and the columns
@@ -75,6 +76,24 @@ test('the CRD of deploy/ refuses bad CIDRs and blocks larger than their CIDR, na
     ],
     [{ cidrs: ['10.0.0.0/16'], gateway: 'last' }, /spec\.gateway: Unsupported value: "last"/],
     [{ cidrs: [] }, /spec\.cidrs: Invalid value: 0: .*should have at least 1 items/],
+    [
+      { cidrs: ['10.0.0.0/16'], nodeSelector: { matchExpressions: [{ key: 'zone', operator: 'In' }] } },
+      /spec\.nodeSelector\.matchExpressions\[0\]: .*In and NotIn need at least one value/,
+    ],
+    [
+      {
+        cidrs: ['10.0.0.0/16'],
+        namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] },
+      },
+      /spec\.namespaceSelector\.matchExpressions\[0\]: .*Exists and DoesNotExist take no values/,
+    ],
+    [
+      {
+        cidrs: ['10.0.0.0/16'],
+        nodeSelector: { matchExpressions: [{ key: 'a', operator: 'Near', values: ['x'] }] },
+      },
+      /spec\.nodeSelector\.matchExpressions\[0\]\.operator: Unsupported value: "Near"/,
+    ],
   ];
   for (const [spec, message] of cases) {
     const err = await refusal(spec);
@@ -85,16 +104,23 @@ test('the CRD of deploy/ refuses bad CIDRs and blocks larger than their CIDR, na
     });
   }
   expect((await refusal({ cidrs: ['10.0.0.0/16'] }, 'a.b')).message).toMatch(/names the pool: a DNS label/);
-  // A good one is stored with the schema's defaults.
+  // A good one is stored with the schema's defaults, and its selectors as given.
+  const nodeSelector = {
+    matchExpressions: [{ key: 'topology.kubernetes.io/region', operator: 'In', values: ['eu'] }],
+  };
   const good = await create(uniqueName('good'), {
     cidrs: ['10.0.0.0/16', 'fd00::/64'],
     exclude: ['10.0.0.1'],
+    namespaceSelector: { matchLabels: { env: 'prod' } },
+    nodeSelector,
   });
   expect(good.spec).toEqual({
     cidrs: ['10.0.0.0/16', 'fd00::/64'],
     exclude: ['10.0.0.1'],
     blockSize: { ipv4: 26, ipv6: 120 },
     gateway: 'first',
+    namespaceSelector: { matchLabels: { env: 'prod' } },
+    nodeSelector,
   });
 });
 

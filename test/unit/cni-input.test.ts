@@ -129,7 +129,9 @@ test('network config: the longest valid values pass', () => {
     temporal: { address: `${longest(253)}:65535`, namespace: longest(255), taskQueue: longest(255) },
     routes: Array.from({ length: 256 }, () => ({ dst: '198.18.0.0/16' })),
   });
-  expect([conf.name.length, conf.settings.pool.length, conf.settings.routes?.length]).toEqual([253, 63, 256]);
+  expect([conf.name.length, conf.settings.pool?.length, conf.settings.routes?.length]).toEqual([
+    253, 63, 256,
+  ]);
 });
 
 test('network config: version 1, invalid 7, with field names', () => {

@@ -17,15 +17,16 @@ test("install-cni's conflist: network, mode and pool as written, the runtime's e
   });
 });
 
-test('a delegated netlease IPAM is ipam mode; omitted settings take the shim defaults', () => {
+test('a delegated netlease IPAM is ipam mode; omitted settings take the shim defaults (no pool: selected)', () => {
   const bridge = {
     cniVersion: '1.1.0',
     name: 'net-a',
     plugins: [{ type: 'bridge', bridge: 'cni0', ipam: { type: 'netlease' } }],
   };
-  expect(conflistTerms(bridge)).toEqual(preProduce);
+  const selected = { ...preProduce, pool: undefined };
+  expect(conflistTerms(bridge)).toEqual(selected);
   const main = { cniVersion: '1.1.0', name: 'net-a', plugins: [{ type: 'netlease' }] };
-  expect(conflistTerms(main)).toEqual(preProduce);
+  expect(conflistTerms(main)).toEqual(selected);
 });
 
 test('they agree: no difference', () => {

@@ -30,9 +30,13 @@ import { drainDeletes, enqueueDelete, QueuedCallSchema, type Applied, type Queue
 const MAX_BODY_BYTES = 16 << 20;
 const DRAIN_EVERY_MS = 5000;
 
-/** Where the calls find the agent's offers (none: an agent that pre-produces nothing). */
+/**
+ * Where the calls find the agent's offers (none: an agent that pre-produces nothing) and the pods'
+ * facts pool selection reads (none: an agent with no kubernetes section).
+ */
 export interface HeldOffers {
   offers?: CniContext['offers'];
+  facts?: CniContext['facts'];
 }
 
 export interface CniApiOptions {
@@ -176,6 +180,9 @@ export async function serveCniApi({
     clients: clientFor,
     get offers() {
       return held.offers;
+    },
+    get facts() {
+      return held.facts;
     },
   };
   const server = createServer((request, response) => {

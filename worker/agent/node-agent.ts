@@ -20,6 +20,7 @@ import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { configuredNodeName, hostNodeName } from '../../kubernetes/node-name';
 import { eventRecorder, type EventRecorder } from '../../kubernetes/events';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
+import { SelectionFacts } from '../../kubernetes/selection-facts';
 import { agentRegistry, podEvents } from '../../observability/agent-metrics';
 import { createLog, errorMessage, type Log } from '../../observability/log';
 import { serveMetrics, type MetricsServer } from '../../observability/metrics-server';
@@ -104,10 +105,30 @@ async function serve(
   held.offers = offers;
   log.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
   const running = agent.worker.run();
-  const preProducer = kube && preProduceFor(config, kube, agent.nodeName, log, client, offers);
+  // With a pre-producer, its watch of the node's pods feeds the facts too (one pod watch).
+  const facts = kube && selectionFactsFor(kube, agent.nodeName, log, !config.preProduce);
+  held.facts = facts;
+  const preProducer =
+    kube && facts && preProduceFor(config, agent.nodeName, log, { client, offers, kube, facts });
   await running;
   preProducer?.stop();
+  facts?.stop();
   offers.close();
+}
+
+/** The pods' facts pool selection reads at ADD (and the pre-producer's guess): kept from watches. */
+function selectionFactsFor(
+  kube: KubeClients,
+  nodeName: string,
+  log: Log,
+  watchPods: boolean,
+): SelectionFacts {
+  const facts = new SelectionFacts(kube, nodeName).start(
+    (err) => log.warn({ watch: 'pool selection', error: errorMessage(err) }, 'watch error; reopening'),
+    { watchPods },
+  );
+  log.info('pool selection reads the pods, namespaces and node from watches');
+  return facts;
 }
 
 /**
@@ -205,18 +226,19 @@ function podEventsFor(kube: KubeClients, nodeName: string, log: Log): EventRecor
 /** With a `preProduce` section: leases of pods bound to this node are produced before their ADD. */
 function preProduceFor(
   config: NodeAgentConfig,
-  kube: KubeClients,
   nodeName: string,
   log: Log,
-  client: Client,
-  offers: OfferBook,
+  uses: { client: Client; offers: OfferBook; kube: KubeClients; facts: SelectionFacts },
 ): PreProducer | undefined {
   if (!config.preProduce) return undefined;
   logConflistAgreement(config.preProduce, log);
+  const { client, offers, kube, facts } = uses;
   const producer = startPreProducing({
     client,
     offers,
     kube,
+    facts,
+    onPodEvent: (type, object) => facts.keepPod(type, object),
     reader: new ClusterReader(kube.core, kube.timeouts),
     nodeName,
     taskQueue: config.temporal.taskQueue,

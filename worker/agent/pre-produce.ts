@@ -22,6 +22,10 @@ import type { ClusterReader } from '../../kubernetes/cluster-reader';
 import type { KubeClients } from '../../kubernetes/kube';
 import { leaseStartOptions } from '../../temporal/leases';
 import { poolIsServed } from '../../temporal/pools';
+import { servedPools } from '../../temporal/pool-catalogue';
+import { CniError } from '../../cni/errors';
+import { chosenPool } from '../../cni/pool-choice';
+import type { PodFactsSource } from '../../kubernetes/selection-facts';
 import { isGoneError, isUpdateRefusal } from '../../temporal/workflow-gone';
 import { preProduced } from '../../observability/agent-metrics';
 import { errorMessage, silentLog, type Log } from '../../observability/log';
@@ -42,19 +46,44 @@ export interface PreProduceOptions {
   settings: PreProduce;
   /** Where ipam leases' grants are held to answer their first ADD (cni/offers); none: ADD asks the lease. */
   offers?: OfferBook;
+  /** The pods' facts the guess of their pool reads, as the ADD does (none: no label is known). */
+  facts?: PodFactsSource;
+  /** Told each event of the pre-producer's pod watch first (one watch of the node's pods per agent). */
+  onPodEvent?: (type: string, object: unknown) => void;
   log?: Log;
 }
 
-const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce): LeaseStart => ({
+const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce, pool: string): LeaseStart => ({
   podUid: pod.uid,
   podNamespace: pod.namespace,
   podName: pod.name,
   ifName: settings.ifName,
   nodeName,
-  pool: settings.pool,
+  pool,
   mode: settings.mode,
   network: settings.network,
 });
+
+/**
+ * The guess of the pod's pool: selected as its ADD will be (cni/pool-choice), from the same facts;
+ * undefined when its ADD will be refused (the reason is logged). A wrong guess (a label changed
+ * meanwhile) gives way to the ADD's terms (workflows/lease/reterm).
+ */
+async function guessedPool(options: PreProduceOptions, pod: PodFact, log: Log): Promise<string | undefined> {
+  const { client, taskQueue, facts, nodeName, settings } = options;
+  const named = { podNamespace: pod.namespace, podName: pod.name, podUid: pod.uid, nodeName };
+  try {
+    return await chosenPool(client, taskQueue, facts, named, settings.pool);
+  } catch (err) {
+    if (!(err instanceof CniError)) throw err;
+    preProduced.inc({ result: 'noPool' });
+    log.info(
+      { pod: `${pod.namespace}/${pod.name}`, reason: err.message },
+      'not pre-produced: no pool for the pod',
+    );
+    return undefined;
+  }
+}
 
 /** How the pre-producer starts a lease: joins one running (a racing ADD, an earlier agent), never restarts a closed one. */
 const startOnce = (taskQueue: string, start: LeaseStart) => ({
@@ -103,7 +132,9 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
 
   /** Starts the lease once (and offers it); a lease that ran and closed is never started again here. */
   const produce = async (pod: PodFact) => {
-    const start = leaseStartFor(pod, nodeName, settings);
+    const pool = await guessedPool(options, pod, log);
+    if (pool === undefined) return;
+    const start = leaseStartFor(pod, nodeName, settings, pool);
     const fields = {
       leaseId: leaseWorkflowId(start.podUid, start.ifName),
       pod: `${pod.namespace}/${pod.name}`,
@@ -121,6 +152,7 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
   };
 
   const handle = async (type: string, object: unknown) => {
+    options.onPodEvent?.(type, object);
     const hint = PodSchema.safeParse(object);
     if (type === 'DELETED' || !hint.success) return;
     const fact = podFact(hint.data);
@@ -139,6 +171,7 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
   // The watch opens once the pool is served: its first events are then every pod bound meanwhile.
   const loop: Promise<WatchLoop | undefined> = untilPoolServed(
     client,
+    taskQueue,
     settings.pool,
     log,
     stopping.signal,
@@ -168,16 +201,20 @@ const PRE_PRODUCE_AT_ONCE = 4;
 
 /**
  * A pool the control plane does not serve (not yet started, or a preProduce.pool that is no pool
- * of its config) would only make leases that fail: wait until it is served, saying so. False: stopped.
+ * of its config) would only make leases that fail: wait until it is served (without a
+ * preProduce.pool: until any pool is), saying so. False: stopped.
  */
 async function untilPoolServed(
   client: Client,
-  pool: string,
+  taskQueue: string,
+  pool: string | undefined,
   log: Log,
   stopped: AbortSignal,
 ): Promise<boolean> {
+  const isServed = async () =>
+    pool === undefined ? (await servedPools(client, taskQueue, true)).length > 0 : poolIsServed(client, pool);
   for (let waitMs = 1000; !stopped.aborted; waitMs = Math.min(waitMs * 2, POOL_CHECK_MAX_MS)) {
-    const served = await poolIsServed(client, pool).catch((err: unknown) => {
+    const served = await isServed().catch((err: unknown) => {
       log.warn({ pool, error: errorMessage(err) }, 'preProduce: cannot ask whether the pool is served');
       return false;
     });

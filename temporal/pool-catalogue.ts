@@ -1,0 +1,71 @@
+// The pools a control plane serves, with their selectors, as pool selection on the node reads them
+// (domain/pool-selection): the open pool workflows on the control plane's task queue (a
+// visibility list), each asked for the spec it serves (its `spec` query, not `state` with the
+// block table; `state` only of a control worker from before `spec`). Kept for a while per task
+// queue: pools change rarely, and an ADD must not wait for a list and a query per pool. A pool
+// the kept list lacks is asked for again at once (`fresh`): a pool just added is not refused as
+// unknown.
+import { QueryNotRegisteredError, type Client } from '@temporalio/client';
+import type { PoolSpec } from '../domain/config';
+import type { PoolSelectors } from '../domain/pool-selection';
+import { POOL_WORKFLOW_TYPE, poolSpecQuery, poolStateQuery } from '../workflows/pool-messages';
+import { unlessGone } from './workflow-gone';
+
+/** How long a read catalogue is used; and how soon after a read it is not read again even when asked. */
+const KEPT_MS = 30_000;
+const FRESH_ENOUGH_MS = 1_000;
+
+interface Kept {
+  pools: PoolSelectors[];
+  readAt: number;
+}
+
+const kept = new Map<string, Kept>();
+
+const selectorsOf = ({ name, namespaceSelector, nodeSelector }: PoolSelectors): PoolSelectors => ({
+  name,
+  ...(namespaceSelector ? { namespaceSelector } : {}),
+  ...(nodeSelector ? { nodeSelector } : {}),
+});
+
+/** The spec a pool workflow serves; through `state` when its worker does not know `spec` yet. */
+async function specOf(client: Client, workflowId: string): Promise<PoolSpec> {
+  const handle = client.workflow.getHandle(workflowId);
+  try {
+    return (await handle.query(poolSpecQuery)).spec;
+  } catch (err) {
+    if (!(err instanceof QueryNotRegisteredError)) throw err;
+    return (await handle.query(poolStateQuery)).spec;
+  }
+}
+
+/** Reads the served pools now: the open pool workflows on `taskQueue`, each one's spec. */
+async function readCatalogue(client: Client, taskQueue: string): Promise<PoolSelectors[]> {
+  const query = `WorkflowType = '${POOL_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, '')}'`;
+  const ids: string[] = [];
+  for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
+  const specs = await Promise.all(ids.map((id) => unlessGone(() => specOf(client, id), undefined)));
+  return specs
+    .filter((s) => s !== undefined)
+    .map(selectorsOf)
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
+}
+
+/**
+ * The served pools and their selectors, as kept (read when older than KEPT_MS); `fresh`: read
+ * again unless read within the last second.
+ */
+export async function servedPools(
+  client: Client,
+  taskQueue: string,
+  fresh = false,
+): Promise<PoolSelectors[]> {
+  const key = `${client.options.namespace}/${taskQueue}`;
+  const now = Date.now();
+  const current = kept.get(key);
+  const age = current ? now - current.readAt : Infinity;
+  if (current && age < (fresh ? FRESH_ENOUGH_MS : KEPT_MS)) return current.pools;
+  const pools = await readCatalogue(client, taskQueue);
+  kept.set(key, { pools, readAt: now });
+  return pools;
+}

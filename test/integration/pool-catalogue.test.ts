@@ -1,0 +1,104 @@
+// What the node agents' pool catalogue (temporal/pool-catalogue) asks of each pool workflow: its
+// `spec` query (the spec and families, a few hundred bytes), not its `state` query (the whole block
+// table, on every agent every 30 s). A control worker of a version before `spec` is still read,
+// through `state`. The `spec` query is offered in the UI with its description, and a UI query
+// with an empty form is harmless: its input is ignored and nothing is written to the history.
+import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
+import { poolWorkflowId } from '../../domain/ids';
+import { servedPools } from '../../temporal/pool-catalogue';
+import { expectReplayed } from '../harness/replay';
+import { Scenario } from '../harness/scenario';
+import { uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+
+const EU = uniqueName('eu');
+const NODE_SELECTOR = { matchLabels: { region: 'eu' } };
+const NAMESPACE_SELECTOR = { matchExpressions: [{ key: 'env', operator: 'In' as const, values: ['prod'] }] };
+
+let scenario: Scenario;
+
+beforeAll(async () => {
+  scenario = await Scenario.create('pool-catalogue', {
+    morePools: [
+      {
+        name: EU,
+        cidrs: ['10.203.0.0/16'],
+        nodeSelector: NODE_SELECTOR,
+        namespaceSelector: NAMESPACE_SELECTOR,
+      },
+    ],
+  });
+}, 60_000);
+afterAll(async () => {
+  await scenario?.close();
+});
+
+/** A client on the scenario's connection that records the query types it sends (`rename`: sent as). */
+function recordingClient(rename: Record<string, string> = {}) {
+  const sent: string[] = [];
+  const interceptor: WorkflowClientInterceptor = {
+    query: (input, next) => {
+      const queryType = rename[input.queryType] ?? input.queryType;
+      sent.push(queryType);
+      return next({ ...input, queryType });
+    },
+  };
+  const client = new Client({
+    connection: scenario.temporal.client.connection,
+    interceptors: { workflow: [interceptor] },
+  });
+  return { client, sent };
+}
+
+const expectedPools = () =>
+  [
+    { name: EU, namespaceSelector: NAMESPACE_SELECTOR, nodeSelector: NODE_SELECTOR },
+    { name: scenario.temporal.taskQueue },
+  ].sort((a, b) => (a.name < b.name ? -1 : 1));
+
+/** The catalogue as read through `client` now (fresh: a read may not be skipped as a second old). */
+const readThrough = (recorded: { client: Client; sent: string[] }) =>
+  waitForValue(
+    () => servedPools(recorded.client, scenario.temporal.taskQueue, true),
+    () => recorded.sent.length > 0,
+    10_000,
+  );
+
+test('the catalogue reads each pool by its spec query, never its block table', async () => {
+  const recorded = recordingClient();
+  expect(await readThrough(recorded)).toEqual(expectedPools());
+  expect(recorded.sent).toEqual(['spec', 'spec']);
+});
+
+test('a pool workflow of a version without the spec query is read through its state', async () => {
+  const recorded = recordingClient({ spec: 'spec-of-a-later-version' });
+  expect(await readThrough(recorded)).toEqual(expectedPools());
+  expect([...recorded.sent].sort()).toEqual([
+    'spec-of-a-later-version',
+    'spec-of-a-later-version',
+    'state',
+    'state',
+  ]);
+});
+
+test('the UI offers the spec query with its description, and an empty form is harmless', async () => {
+  const pool = scenario.temporal.client.workflow.getHandle(poolWorkflowId(EU));
+  const metadata = await pool.query<{
+    definition?: { queryDefinitions?: Array<{ name: string; description?: string }> };
+  }>('__temporal_workflow_metadata');
+  expect(metadata.definition?.queryDefinitions?.find((q) => q.name === 'spec')?.description).toMatch(
+    /^The pool's spec .* without its block table\. No input\./,
+  );
+  const eventsBefore = (await pool.describe()).historyLength;
+  const answers = [await pool.query('spec'), await pool.query('spec', null), await pool.query('spec', '')];
+  for (const answer of answers)
+    expect(answer).toEqual({
+      spec: expect.objectContaining({ name: EU, cidrs: ['10.203.0.0/16'], nodeSelector: NODE_SELECTOR }),
+      families: [4],
+    });
+  expect((await pool.describe()).historyLength).toBe(eventsBefore);
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(scenario.temporal, 2);
+});
