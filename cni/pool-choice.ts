@@ -2,13 +2,20 @@
 // selectors), the pod's facts (annotations, namespace and node labels) as the node agent keeps
 // them, and the network config's `pool`. A refusal is a mistake in the request (error 7, its
 // reason code first): no lease is started. Without the agent's facts (no kubernetes section, or
-// an ADD with no pod) no label is known, and a pool with a selector is not taken.
+// an ADD with no pod) no label is known, and a pool with a selector is not taken. The served pools
+// come from the agent's watch of the NetleasePool objects where it tells them (kubernetes/
+// pool-selectors), else from the pool catalogue (Temporal).
 import type { Client } from '@temporalio/client';
 import type { LeaseStart } from '../domain/lease';
-import { selectPool, type SelectionInput, type Selection } from '../domain/pool-selection';
+import {
+  selectPool,
+  type PoolSelectors,
+  type SelectionInput,
+  type Selection,
+} from '../domain/pool-selection';
 import type { PodFactsSource } from '../kubernetes/selection-facts';
 import { errorMessage } from '../observability/log';
-import { servedPools } from '../temporal/pool-catalogue';
+import { servedPool, servedPools } from '../temporal/pool-catalogue';
 import { CniCode, CniError } from './errors';
 
 type Pod = Pick<LeaseStart, 'podNamespace' | 'podName' | 'podUid' | 'nodeName'>;
@@ -38,6 +45,22 @@ async function selectionFor(
   }
 }
 
+/**
+ * The served pools: as the NetleasePool objects tell them (each one they do not tell asked of its
+ * pool workflow), else the catalogue.
+ */
+async function poolsFor(
+  client: Client,
+  taskQueue: string,
+  facts: PodFactsSource | undefined,
+  fresh: boolean,
+): Promise<PoolSelectors[]> {
+  const objects = facts?.servedPools?.();
+  if (!objects) return servedPools(client, taskQueue, fresh);
+  const unread = await Promise.all(objects.unread.map((name) => servedPool(client, name)));
+  return [...objects.pools, ...unread.filter((p) => p !== undefined)];
+}
+
 /** Whether the served pools as kept may be behind: the selection names a pool they lack. */
 const namesUnknown = (selection: Selection, input: SelectionInput): boolean =>
   'refused' in selection
@@ -54,7 +77,7 @@ export async function chosenPool(
 ): Promise<string> {
   const known = await selectionFor(facts, pod);
   const decide = async (fresh: boolean) => {
-    const input = { ...known, pools: await servedPools(client, taskQueue, fresh), configPool };
+    const input = { ...known, pools: await poolsFor(client, taskQueue, facts, fresh), configPool };
     return { input, selection: selectPool(input) };
   };
   const kept = await decide(false);

@@ -288,6 +288,11 @@ export const NodeAgentConfigSchema = z
       .object({
         kubeconfig: z.string().min(1).optional(),
         timeouts: KubeTimeoutsSchema.default(DEFAULT_KUBE_TIMEOUTS),
+        /**
+         * The pools are NetleasePool objects (the control worker's kubernetes.poolObjects): pool
+         * selection reads their selectors from a watch of them, not from Temporal (the catalogue).
+         */
+        poolObjects: z.boolean().default(false),
       })
       .strict()
       .optional(),

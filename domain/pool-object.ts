@@ -174,3 +174,17 @@ export function useCrossings(
     .filter((c) => previous.find((p) => p.type === c.type)?.status !== 'True')
     .map((c) => ({ reason: CROSSING_REASONS[c.type] ?? c.type, message: `${c.type}: ${c.message}` }));
 }
+
+/**
+ * The spec the object's pool workflow serves, as far as the object tells: its spec when the
+ * control worker's Ready condition says it applied this generation; undefined otherwise (not
+ * applied yet, refused — the workflow keeps its older spec, which the object does not hold — or
+ * invalid).
+ */
+export function appliedSpecOf(object: PoolObject): PoolSpec | undefined {
+  const ready = object.status?.conditions.find((c) => c.type === 'Ready');
+  const applied = ready?.status === 'True' && ready.observedGeneration === object.metadata.generation;
+  if (!applied || object.metadata.deletionTimestamp) return undefined;
+  const parsed = poolSpecOf(object);
+  return 'spec' in parsed ? parsed.spec : undefined;
+}

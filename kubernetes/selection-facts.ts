@@ -4,10 +4,13 @@
 // common case. The pods come from the pre-producer's watch when there is one (`keepPod`: one
 // watch of the node's pods per agent; it opens once the pool is served), else from a watch of
 // its own. An object the watches have not brought yet is read (quorum) at the ADD. As fresh as
-// the watches: a label changed a moment before an ADD may not be seen by it.
+// the watches: a label changed a moment before an ADD may not be seen by it. With
+// kubernetes.poolObjects the served pools' selectors come from a watch of the NetleasePool
+// objects too (./pool-selectors).
 import { z } from 'zod';
 import type { LabeledObject } from '../domain/pool-selection';
 import { isNotFound, kubeCall, type KubeClients } from './kube';
+import { ServedPoolObjects, type ObjectPools } from './pool-selectors';
 import { watchForever, type WatchLoop } from './watch-loop';
 
 const StringMap = z.record(z.string(), z.string()).nullish();
@@ -38,6 +41,8 @@ export interface PodOnNode {
 /** Where pool selection reads a pod's facts (the node agent's SelectionFacts). */
 export interface PodFactsSource {
   forPod(pod: PodOnNode): Promise<PodSelectionFacts>;
+  /** The served pools' selectors as the NetleasePool objects say; undefined: ask the pool catalogue. */
+  servedPools?(): ObjectPools | undefined;
 }
 
 /** The pod, its namespace and its node as selection reads them. */
@@ -60,6 +65,7 @@ export class SelectionFacts implements PodFactsSource {
   private readonly namespaces = new Map<string, KubeObject>();
   private node: KubeObject | undefined;
   private readonly watches: WatchLoop[] = [];
+  private pools: ServedPoolObjects | undefined;
 
   constructor(
     private readonly kube: KubeClients,
@@ -68,9 +74,14 @@ export class SelectionFacts implements PodFactsSource {
 
   /**
    * Opens the watches; `onError` hears each watch failure (they reopen by themselves). `watchPods`
-   * false: the pods come from another watch of the node's pods, through `keepPod`.
+   * false: the pods come from another watch of the node's pods, through `keepPod`. `poolObjects`:
+   * the served pools too, from the NetleasePool objects (`onNoPoolObjects`: the API serves none).
    */
-  start(onError: (err: unknown) => void, { watchPods = true } = {}): this {
+  start(
+    onError: (err: unknown) => void,
+    { watchPods = true, poolObjects = false, onNoPoolObjects = () => undefined as void } = {},
+  ): this {
+    if (poolObjects) this.pools = new ServedPoolObjects(this.kube).start(onError, onNoPoolObjects);
     const on = (path: string, handle: (type: string, object: unknown) => void, fieldSelector?: string) =>
       this.watches.push(
         watchForever(
@@ -102,6 +113,11 @@ export class SelectionFacts implements PodFactsSource {
 
   stop(): void {
     for (const watch of this.watches) watch.stop();
+    this.pools?.stop();
+  }
+
+  servedPools(): ObjectPools | undefined {
+    return this.pools?.served();
   }
 
   private put(map: Map<string, KubeObject>, key: string, object: KubeObject, deleted: boolean) {

@@ -8,6 +8,7 @@
 import { QueryNotRegisteredError, type Client } from '@temporalio/client';
 import type { PoolSpec } from '../domain/config';
 import type { PoolSelectors } from '../domain/pool-selection';
+import { poolWorkflowId } from '../domain/ids';
 import { POOL_WORKFLOW_TYPE, poolSpecQuery, poolStateQuery } from '../workflows/pool-messages';
 import { unlessGone } from './workflow-gone';
 
@@ -68,4 +69,13 @@ export async function servedPools(
   const pools = await readCatalogue(client, taskQueue);
   kept.set(key, { pools, readAt: now });
   return pools;
+}
+
+/**
+ * The selectors one pool workflow serves (its `spec` query; no visibility list), undefined when it
+ * never ran: a NetleasePool object the node agent cannot judge from its status (kubernetes/pool-selectors).
+ */
+export async function servedPool(client: Client, pool: string): Promise<PoolSelectors | undefined> {
+  const spec = await unlessGone(() => specOf(client, poolWorkflowId(pool)), undefined);
+  return spec && selectorsOf(spec);
 }

@@ -1,8 +1,10 @@
 // A NetleasePool's spec and status (domain/pool-object): a spec PoolSpecSchema refuses names its
 // `spec.` field; the conditions say Ready by how the spec stands, NearlyExhausted at 80 % and
-// Exhausted at 95 % of a family, and keep their transition time while their status stays.
+// Exhausted at 95 % of a family, and keep their transition time while their status stays. The spec
+// the pool serves is the object's only where Ready says this generation was applied.
 import type { FamilyUse } from '../../domain/pool-use';
 import {
+  appliedSpecOf,
   PoolObjectSchema,
   poolObjectStatus,
   poolSpecOf,
@@ -106,4 +108,24 @@ test('a use condition turning True is a crossing, once: True again, or False, is
   expect(useCrossings([], full).map((x) => x.reason)).toEqual(['PoolNearlyExhausted', 'PoolExhausted']);
   expect(useCrossings(full, below)).toEqual([]);
   expect(useCrossings(below, [c('Ready', 'False'), ...below.slice(1)])).toEqual([]);
+});
+
+test("the applied spec is the object's only where Ready says this generation was applied", () => {
+  const spec = { cidrs: ['198.18.0.0/24'], nodeSelector: { matchLabels: { region: 'eu' } } };
+  const statusOf = (applied: Parameters<typeof poolObjectStatus>[1], generation = 4) =>
+    poolObjectStatus(object(spec), applied, undefined, NOW).conditions.map((c) => ({
+      ...c,
+      observedGeneration: generation,
+    }));
+  const withStatus = (conditions: unknown) => object(spec, { conditions });
+  expect(appliedSpecOf(withStatus(statusOf({ state: 'applied' })))).toMatchObject({
+    name: 'pods',
+    nodeSelector: { matchLabels: { region: 'eu' } },
+  });
+  // Refused: the workflow serves its older spec, which the object does not hold.
+  expect(appliedSpecOf(withStatus(statusOf({ state: 'refused', message: 'no' })))).toBeUndefined();
+  expect(appliedSpecOf(withStatus(statusOf({ state: 'pending', message: 'not yet' })))).toBeUndefined();
+  // Ready about generation 3: the control worker has not applied generation 4 yet.
+  expect(appliedSpecOf(withStatus(statusOf({ state: 'applied' }, 3)))).toBeUndefined();
+  expect(appliedSpecOf(object(spec))).toBeUndefined();
 });

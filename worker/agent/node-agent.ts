@@ -106,7 +106,12 @@ async function serve(
   log.info({ taskQueue: agent.taskQueue, hostNetns: config.hostNetns ?? '(own)' }, 'node agent started');
   const running = agent.worker.run();
   // With a pre-producer, its watch of the node's pods feeds the facts too (one pod watch).
-  const facts = kube && selectionFactsFor(kube, agent.nodeName, log, !config.preProduce);
+  const facts =
+    kube &&
+    selectionFactsFor(kube, agent.nodeName, log, {
+      watchPods: !config.preProduce,
+      poolObjects: config.kubernetes?.poolObjects ?? false,
+    });
   held.facts = facts;
   const preProducer =
     kube && facts && preProduceFor(config, agent.nodeName, log, { client, offers, kube, facts });
@@ -121,13 +126,16 @@ function selectionFactsFor(
   kube: KubeClients,
   nodeName: string,
   log: Log,
-  watchPods: boolean,
+  options: { watchPods: boolean; poolObjects: boolean },
 ): SelectionFacts {
+  const onNoPoolObjects = () =>
+    log.warn('kubernetes.poolObjects: the API serves no NetleasePools (404); pools read from Temporal');
   const facts = new SelectionFacts(kube, nodeName).start(
     (err) => log.warn({ watch: 'pool selection', error: errorMessage(err) }, 'watch error; reopening'),
-    { watchPods },
+    { ...options, onNoPoolObjects },
   );
-  log.info('pool selection reads the pods, namespaces and node from watches');
+  const pools = options.poolObjects ? ', the pools from NetleasePool objects' : '';
+  log.info(`pool selection reads the pods, namespaces and node from watches${pools}`);
   return facts;
 }
 
