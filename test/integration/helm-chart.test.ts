@@ -97,13 +97,23 @@ test('values: Temporal address and TLS, pools, node-agent options, image', () =>
   }
 });
 
-test('poolObjects: the control worker reads its pools from NetleasePool objects, none from its file', () => {
-  const { control, objects } = render({ poolObjects: 'true' });
+test('poolObjects: the control worker reads its pools from NetleasePool objects, none from its file, and the node agents their selectors', () => {
+  const { control, agent, objects } = render({ poolObjects: 'true' });
   expect([control.pools, control.kubernetes?.poolObjects]).toEqual([[], true]);
+  expect(agent.kubernetes?.poolObjects).toBe(true);
+  const agentRole = objects.find(
+    (o) => o.kind === 'ClusterRole' && o.metadata.name === 'netlease-node-agent',
+  );
+  expect(agentRole).toMatchObject({
+    rules: expect.arrayContaining([
+      { apiGroups: ['netlease.io'], resources: ['netleasepools'], verbs: ['get', 'list', 'watch'] },
+    ]),
+  });
   expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toContain(
     'CustomResourceDefinition/netleasepools.netlease.io',
   );
   expect(render().control.kubernetes?.poolObjects).toBe(false);
+  expect(render().agent.kubernetes?.poolObjects).toBe(false);
 });
 
 test('hostPaths.perNode: every host directory and the conflist paths are the node own', () => {
