@@ -13,6 +13,7 @@ import { ServedPoolObjects } from '../../kubernetes/pool-selectors';
 import { SelectionFacts } from '../../kubernetes/selection-facts';
 import { kubeconfigPath } from '../harness/kube';
 import { installPoolCrd, poolObjects, type PoolObjectsApi } from '../harness/pool-objects';
+import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
@@ -136,4 +137,8 @@ test('with objects: the next ADD uses a changed nodeSelector at once, and asks T
   ).toBe(POOL);
   expect(counts).toEqual({ lists: 0, poolQueries: 0 });
   expect(errors).toEqual([]);
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(scenario.temporal, 2);
 });
