@@ -5,6 +5,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
+import type { LeaseStart } from '../../domain/lease';
 import { prebuiltBundle } from '../../worker/control/bundle';
 import { failpointSinks } from '../../worker/control/failpoint-sinks';
 import { quietRuntime, temporalAddress, uniqueName } from './temporal';
@@ -55,3 +56,20 @@ export const updateFailureType = (err: unknown): string | null | undefined =>
   err instanceof WorkflowUpdateFailedError
     ? (err.cause as ApplicationFailure | undefined)?.type
     : String(err);
+
+/** A lease's start for a workflow test: a fresh pod UID (`prefix`), pod ns/p, eth0, pool p. */
+export const testLeaseStart = (
+  prefix: string,
+  nodeName: string,
+  mode: LeaseStart['mode'],
+  more: Partial<LeaseStart> = {},
+): LeaseStart => ({
+  podUid: uniqueName(prefix),
+  podNamespace: 'ns',
+  podName: 'p',
+  ifName: 'eth0',
+  nodeName,
+  pool: 'p',
+  mode,
+  ...more,
+});

@@ -7,7 +7,6 @@ import type { AttachmentInput } from '../../domain/dataplane';
 import { ActivationPolicySchema } from '../../domain/config';
 import { nodeTaskQueue } from '../../domain/dataplane';
 import { confirmAnswerUpdateId, leaseWorkflowId } from '../../domain/ids';
-import type { LeaseStart } from '../../domain/lease';
 import {
   confirmAnswerUpdate,
   LEASE_WORKFLOW_TYPE,
@@ -19,7 +18,7 @@ import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { heldTask } from '../harness/one-task';
 import { waitForValue } from '../harness/wait';
-import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import { workflowTestEnv, type WorkflowTestEnv, testLeaseStart } from '../harness/workflow-env';
 
 const node = uniqueName('wf-answer-node');
 const addresses = [{ family: 4 as const, address: '198.18.0.2', prefixLength: 26, gateway: '198.18.0.1' }];
@@ -57,15 +56,7 @@ afterAll(async () => t?.close());
 test.each(['release first', 'answer first'] as const)(
   'a confirmAnswer and a release in one task (%s): the interface is removed, the addresses go back once',
   async (order) => {
-    const start: LeaseStart = {
-      podUid: uniqueName('answer'),
-      podNamespace: 'ns',
-      podName: 'p',
-      ifName: 'eth0',
-      nodeName: node,
-      pool: 'p',
-      mode: 'ptp',
-    };
+    const start = testLeaseStart('answer', node, 'ptp');
     const workflowId = leaseWorkflowId(start.podUid, 'eth0');
     const taskQueue = uniqueName('tq-wf-answer');
     // The first control worker is cut off before the messages: the next one gets them in one task.

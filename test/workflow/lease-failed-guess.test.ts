@@ -7,13 +7,17 @@ import { consumeLease } from '../../cni/consume';
 import type { ProduceInput, Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
 import { leaseWorkflowId } from '../../domain/ids';
-import { FailureType, termsOf, type LeaseStart } from '../../domain/lease';
+import { FailureType, termsOf } from '../../domain/lease';
 import { leaseStartOptions } from '../../temporal/leases';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery, releaseSignal } from '../../workflows/lease-messages';
 import { expectReplayed } from '../harness/replay';
-import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { updateFailureType, workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import {
+  updateFailureType,
+  workflowTestEnv,
+  type WorkflowTestEnv,
+  testLeaseStart,
+} from '../harness/workflow-env';
 
 const policy = ActivationPolicySchema.parse({ initialIntervalSeconds: 0.2, maximumAttempts: 3 });
 /** Nodes the "cluster" knows; a test registers one late. */
@@ -47,15 +51,7 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const guessOn = async (nodeName: string) => {
-  const start: LeaseStart = {
-    podUid: uniqueName('guess'),
-    podNamespace: 'ns',
-    podName: 'guessed',
-    ifName: 'eth0',
-    nodeName,
-    pool: 'p',
-    mode: 'ipam',
-  };
+  const start = testLeaseStart('guess', nodeName, 'ipam', { podName: 'guessed' });
   // Pre-produced: started by the agent on its guess, nobody told yet.
   const handle = await t.env.client.workflow.start(LEASE_WORKFLOW_TYPE, {
     ...leaseStartOptions(t.taskQueue, start),

@@ -9,13 +9,12 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
-import type { LeaseStart } from '../../domain/lease';
 import { leaseStartOptions } from '../../temporal/leases';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../../workflows/lease-messages';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import { workflowTestEnv, type WorkflowTestEnv, testLeaseStart } from '../harness/workflow-env';
 
 const { EventType } = temporal.api.enums.v1;
 const addresses = [{ family: 4 as const, address: '198.18.0.9', prefixLength: 26, gateway: '198.18.0.1' }];
@@ -41,15 +40,7 @@ afterAll(async () => {
 });
 
 test('a produce whose local call keeps failing fast goes on as an ordinary activity', async () => {
-  const start: LeaseStart = {
-    podUid: uniqueName('retries'),
-    podNamespace: 'ns',
-    podName: 'p',
-    ifName: 'eth0',
-    nodeName: uniqueName('wf-retries-node'),
-    pool: 'p',
-    mode: 'ipam',
-  };
+  const start = testLeaseStart('retries', uniqueName('wf-retries-node'), 'ipam');
   const handle = await t.env.client.workflow.start(
     LEASE_WORKFLOW_TYPE,
     leaseStartOptions(t.taskQueue, start),

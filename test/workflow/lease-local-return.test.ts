@@ -14,13 +14,13 @@ import { consumeLease } from '../../cni/consume';
 import type { Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
 import { nodeTaskQueue } from '../../domain/dataplane';
-import { termsOf, type LeaseStart } from '../../domain/lease';
+import { termsOf } from '../../domain/lease';
 import { leaseStartOptions } from '../../temporal/leases';
 import { deactivateUpdate, LEASE_WORKFLOW_TYPE, releaseSignal } from '../../workflows/lease-messages';
 import { COMMAND_EVENTS, eventName } from '../harness/history';
 import { expectReplayed, historyFromShowJson, replayErrorOf } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
-import { gate, workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import { gate, workflowTestEnv, type WorkflowTestEnv, testLeaseStart } from '../harness/workflow-env';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -100,15 +100,7 @@ test('the soak history replays: the fallback of a return whose local activity ou
 });
 
 test('a release whose local return outlasts its task while a deactivate update completes: the history replays', async () => {
-  const start: LeaseStart = {
-    podUid: uniqueName('local'),
-    podNamespace: 'ns',
-    podName: 'p',
-    ifName: 'eth0',
-    nodeName: node,
-    pool: 'p',
-    mode: 'ptp',
-  };
+  const start = testLeaseStart('local', node, 'ptp');
   const sandbox = { containerId: 'ctr-1', netns: '/var/run/netns/x', ifName: 'eth0' };
   // A short task timeout: the SDK ends a task that waits on a local activity at 80 % of it (2.4 s),
   // before the local activity's 3 s are up, as a query in the task ends it at once.
@@ -125,7 +117,11 @@ test('a release whose local return outlasts its task while a deactivate update c
   await handle.signal(releaseSignal, { reason: 'pod gone' });
   expect(await deactivated).toBe(true);
   expect((await handle.result()).phase).toBe('Released');
-  expect(returnCalls).toEqual(['local', 'ordinary']);
+  // Local first, then the ordinary call once. (Under load a 3 s task can time out while the local
+  // call runs: the run is replayed and asks for it again, so there may be more local calls.)
+  expect(returnCalls[0]).toBe('local');
+  expect(returnCalls.filter((c) => c === 'ordinary')).toEqual(['ordinary']);
+  expect(returnCalls.at(-1)).toBe('ordinary');
   expect(commandsByTask((await handle.fetchHistory()).events ?? [])).toContainEqual(SPLIT_TASK);
 
   await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 1);

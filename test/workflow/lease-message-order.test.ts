@@ -10,7 +10,7 @@ import type { Produced } from '../../activities/addresses';
 import { ActivationPolicySchema } from '../../domain/config';
 import { nodeTaskQueue } from '../../domain/dataplane';
 import { leaseWorkflowId } from '../../domain/ids';
-import { termsOf, type LeaseStart } from '../../domain/lease';
+import { termsOf } from '../../domain/lease';
 import {
   deactivateUpdate,
   leaseStateQuery,
@@ -22,7 +22,7 @@ import { expectReplayed, historyFromShowJson, replayErrorOf } from '../harness/r
 import { uniqueName } from '../harness/temporal';
 import { heldTask } from '../harness/one-task';
 import { waitForValue } from '../harness/wait';
-import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import { workflowTestEnv, type WorkflowTestEnv, testLeaseStart } from '../harness/workflow-env';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -91,15 +91,7 @@ test('the soak history: the release ran before the update was accepted; it canno
 test.each(['Running', 'Active'] as const)(
   'release signals and a deactivate update in one task, lease %s: the release comes first in every run and the history replays',
   async (phase) => {
-    const start: LeaseStart = {
-      podUid: uniqueName('order'),
-      podNamespace: 'ns',
-      podName: 'p',
-      ifName: 'eth0',
-      nodeName: node,
-      pool: 'p',
-      mode: 'ptp',
-    };
+    const start = testLeaseStart('order', node, 'ptp');
     const handle = t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
     // A task queue of this case's own: no worker of another case takes its task.
     const taskQueue = uniqueName('tq-wf-order');

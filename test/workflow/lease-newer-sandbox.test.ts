@@ -14,7 +14,7 @@ import { confirmAnswerUpdate, leaseStateQuery, releaseSignal } from '../../workf
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import { workflowTestEnv, type WorkflowTestEnv, testLeaseStart } from '../harness/workflow-env';
 
 const node = uniqueName('wf-sandbox-node');
 /** A budget of about 22 s toward a namespace that never comes. */
@@ -57,15 +57,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const start: LeaseStart = {
-  podUid: uniqueName('moved'),
-  podNamespace: 'ns',
-  podName: 'moved',
-  ifName: 'eth0',
-  nodeName: node,
-  pool: 'p',
-  mode: 'ptp',
-};
+const start = testLeaseStart('moved', node, 'ptp', { podName: 'moved' });
 const add = (containerId: string, netns: string, pod: LeaseStart = start, madeBy?: 'agent') =>
   consumeLease(t.env.client, t.taskQueue, pod, {
     containerId,
