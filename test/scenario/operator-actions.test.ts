@@ -121,13 +121,18 @@ test('node signals with no input or a made-up uid change nothing and fail no wor
   const send = (name: string, args: unknown[]) => signalFromForm(client(), nodeWorkflowId(node), name, args);
   await send(nodeObservedSignal.name, []);
   await send(nodeDeletedSignal.name, []);
+  // Each is checked by a quorum read of its own, concurrently, and the note shows the latest:
+  // send one, see its note, then the next.
+  const noted = (text: string) =>
+    waitForValue(
+      () => currentDetails(client(), nodeWorkflowId(node)),
+      (details) => details.includes(text),
+      15_000,
+    );
   await handle.signal(nodeObservedSignal, { uid: 'anything' });
+  await noted('ignored a nodeObserved signal (uid anything');
   await handle.signal(nodeDeletedSignal, { uid: before.incarnation }); // the Node is still there
-  await waitForValue(
-    () => currentDetails(client(), nodeWorkflowId(node)),
-    (details) => details.includes('ignored a nodeDeleted signal (uid'),
-    15_000,
-  );
+  await noted('ignored a nodeDeleted signal (uid');
   const after = await handle.query(nodeStateQuery);
   expect(after.incarnation).toBe(before.incarnation);
   expect(after.retired).toEqual({});
