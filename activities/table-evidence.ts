@@ -15,7 +15,7 @@ import {
   type PoolEvidence,
 } from '../domain/table-rebuild';
 import { contains, parseAddress, parsePrefix } from '../domain/cidr';
-import { knownNodes, leaseExecutions, leasesOfNode } from '../temporal/visibility';
+import { knownNodes, leaseExecutions, leasesOfNode, queryString } from '../temporal/visibility';
 import { nodeStateQuery } from '../workflows/node-messages';
 import { unlessGone } from '../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
@@ -64,7 +64,7 @@ async function closedLeasesOfLivingPods(
   nodeName: string,
   seen: Set<string>,
 ): Promise<LeaseEvidence[]> {
-  const query = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND TaskQueue = '${taskQueue.replace(/'/g, '')}' AND NodeName = '${nodeName.replace(/'/g, '')}' AND ${CLOSED_HOLDING}`;
+  const query = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND TaskQueue = ${queryString(taskQueue)} AND NodeName = ${queryString(nodeName)} AND ${CLOSED_HOLDING}`;
   const candidates = new Set<string>();
   for await (const e of client.workflow.list({ query }))
     if (!seen.has(e.workflowId)) candidates.add(e.workflowId);

@@ -9,6 +9,7 @@ import { nodeWorkflowId } from '../domain/ids';
 import type { PoolSpec } from '../domain/pool-spec';
 import type { NodeOperation, OperationOutcome } from '../workflows/node-messages';
 import type { PoolInput } from '../workflows/pool-messages';
+import { queryString } from './visibility';
 import { unlessGone } from './workflow-gone';
 
 type Payload = temporal.api.common.v1.IPayload;
@@ -152,7 +153,7 @@ async function runHistories(client: Client, workflowId: string) {
     histories.set(runId, events);
     runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
   }
-  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId.replace(/'/g, '')}'` }))
+  for await (const run of client.workflow.list({ query: `WorkflowId = ${queryString(workflowId)}` }))
     if (!histories.has(run.runId)) histories.set(run.runId, await fetchRun(run.runId));
   const startOf = (events: HistoryEvent[]) => (events[0] ? timeOf(events[0]).getTime() : 0);
   return [...histories].sort(([, a], [, b]) => startOf(a) - startOf(b));

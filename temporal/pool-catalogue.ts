@@ -9,7 +9,8 @@ import { QueryNotRegisteredError, type Client } from '@temporalio/client';
 import type { PoolSpec } from '../domain/config';
 import type { PoolSelectors } from '../domain/pool-selection';
 import { poolWorkflowId } from '../domain/ids';
-import { POOL_WORKFLOW_TYPE, poolSpecQuery, poolStateQuery } from '../workflows/pool-messages';
+import { poolSpecQuery, poolStateQuery } from '../workflows/pool-messages';
+import { openPoolsQuery } from './visibility';
 import { unlessGone } from './workflow-gone';
 
 /** How long a read catalogue is used; and how soon after a read it is not read again even when asked. */
@@ -42,9 +43,9 @@ async function specOf(client: Client, workflowId: string): Promise<PoolSpec> {
 
 /** Reads the served pools now: the open pool workflows on `taskQueue`, each one's spec. */
 async function readCatalogue(client: Client, taskQueue: string): Promise<PoolSelectors[]> {
-  const query = `WorkflowType = '${POOL_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, '')}'`;
   const ids: string[] = [];
-  for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
+  for await (const execution of client.workflow.list({ query: openPoolsQuery(taskQueue) }))
+    ids.push(execution.workflowId);
   const specs = await Promise.all(ids.map((id) => unlessGone(() => specOf(client, id), undefined)));
   return specs
     .filter((s) => s !== undefined)

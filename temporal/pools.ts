@@ -18,6 +18,7 @@ import {
 } from '../workflows/pool-messages';
 import { servedPoolSpec } from './histories';
 import { startAgain } from './start-again';
+import { openPoolsQuery } from './visibility';
 import { isGoneError, isUpdateRefusal, unlessGone } from './workflow-gone';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 
@@ -174,8 +175,7 @@ export async function unopenedPool(
 ): Promise<'starting' | 'unknown'> {
   const ran = await unlessGone(() => client.workflow.getHandle(poolWorkflowId(pool)).describe(), undefined);
   if (ran?.taskQueue === taskQueue) return 'starting';
-  const query = `WorkflowType = '${POOL_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, '')}'`;
-  for await (const execution of client.workflow.list({ query }))
+  for await (const execution of client.workflow.list({ query: openPoolsQuery(taskQueue) }))
     if (configuredIn(execution).includes(pool)) return 'starting';
   return 'unknown';
 }

@@ -5,6 +5,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId } from '../domain/ids';
 import { LEASE_WORKFLOW_TYPE } from '../workflows/lease-messages';
 import { NODE_WORKFLOW_TYPE } from '../workflows/node-messages';
+import { POOL_WORKFLOW_TYPE } from '../workflows/pool-messages';
 import { unlessGone } from './workflow-gone';
 
 export interface KnownLease {
@@ -20,6 +21,16 @@ export interface KnownNode {
   name: string;
   uid: string;
 }
+
+/**
+ * A string as a visibility query literal: quoted, its backslashes and quotes escaped. A task queue
+ * or name from a request is hostile: `\\` alone left unescaped made the list invalid (issue 18's fuzz).
+ */
+export const queryString = (value: string): string => `'${value.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+
+/** The open pool workflows of the control plane on `taskQueue`. */
+export const openPoolsQuery = (taskQueue: string): string =>
+  `WorkflowType = '${POOL_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = ${queryString(taskQueue)}`;
 
 const first = (value: unknown): string => (Array.isArray(value) ? String(value[0] ?? '') : '');
 
@@ -37,7 +48,7 @@ async function openWorkflows<T>(
 }
 
 export function knownLeases(client: Client, taskQueue: string, extra = ''): Promise<KnownLease[]> {
-  const query = `WorkflowType = 'leaseWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'${extra}`;
+  const query = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = ${queryString(taskQueue)}${extra}`;
   return openWorkflows(client, query, (workflowId, a) => ({
     workflowId,
     podUid: first(a.PodUID),
@@ -48,7 +59,7 @@ export function knownLeases(client: Client, taskQueue: string, extra = ''): Prom
 }
 
 export function knownNodes(client: Client, taskQueue: string): Promise<KnownNode[]> {
-  const query = `WorkflowType = 'nodeWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
+  const query = `WorkflowType = '${NODE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = ${queryString(taskQueue)}`;
   return openWorkflows(client, query, (workflowId, a) => ({
     workflowId,
     name: first(a.NodeName),
@@ -90,7 +101,7 @@ export async function describeNode(
 }
 
 export const leasesOfNode = (client: Client, taskQueue: string, nodeName: string) =>
-  knownLeases(client, taskQueue, ` AND NodeName = '${nodeName.replace(/'/g, '')}'`);
+  knownLeases(client, taskQueue, ` AND NodeName = ${queryString(nodeName)}`);
 
 /** A lease workflow run as visibility lists it, open or closed (for operators). */
 export interface LeaseExecution {

@@ -99,6 +99,15 @@ test('the UI offers the spec query with its description, and an empty form is ha
   expect((await pool.describe()).historyLength).toBe(eventsBefore);
 });
 
+test('a task queue from a request with backslashes or quotes lists no pool and is not refused by Temporal', async () => {
+  // The fuzz's `"taskQueue": "\\"` made the list's query invalid, and the ADD was refused without naming the field.
+  for (const taskQueue of ['\\', "'", "a\\'b", "x' OR TaskQueue != '", `${scenario.temporal.taskQueue}\\`])
+    expect(await servedPools(scenario.temporal.client, taskQueue, true)).toEqual([]);
+  expect(await servedPools(scenario.temporal.client, scenario.temporal.taskQueue, true)).toEqual(
+    expectedPools(),
+  );
+});
+
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed(scenario.temporal, 2);
 });

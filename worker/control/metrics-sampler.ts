@@ -23,7 +23,7 @@ import {
 } from '../../observability/control-metrics';
 import { errorMessage, type Log } from '../../observability/log';
 import { readPoolUse } from '../../temporal/pool-use';
-import { knownNodes } from '../../temporal/visibility';
+import { knownNodes, queryString } from '../../temporal/visibility';
 import { LEASE_WORKFLOW_TYPE } from '../../workflows/lease-messages';
 import { nodeStateQuery, type NodeState } from '../../workflows/node-messages';
 
@@ -79,7 +79,7 @@ export function startMetricsSampler(
   pools?: () => PoolSpec[],
 ): MetricsSampler {
   const grouped = { works: true };
-  const base = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
+  const base = `WorkflowType = '${LEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = ${queryString(taskQueue)}`;
   let running: Promise<void> | undefined;
   let stopped = false;
   const once = async () => {
