@@ -80,7 +80,7 @@ async function startNodeProcess(
   writeFileSync(file, JSON.stringify(config, null, 2));
   const log = join(dir, `${name}.log`);
   const fd = openSync(log, 'a');
-  const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : [];
   const lean = LEAN_SDK && name.startsWith('control') ? ['-r', join(__dirname, 'lean-sdk.js')] : [];
   const tracked = startTracked(
     process.execPath,
