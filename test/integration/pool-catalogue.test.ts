@@ -9,6 +9,7 @@ import { servedPools } from '../../temporal/pool-catalogue';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
 import { uniqueName } from '../harness/temporal';
+import { gate } from '../harness/workflow-env';
 import { waitForValue } from '../harness/wait';
 
 const EU = uniqueName('eu');
@@ -33,13 +34,17 @@ afterAll(async () => {
   await scenario?.close();
 });
 
-/** A client on the scenario's connection that records the query types it sends (`rename`: sent as). */
-function recordingClient(rename: Record<string, string> = {}) {
+/**
+ * A client on the scenario's connection that records the query types it sends (`rename`: sent as;
+ * `held`: each query waits for it).
+ */
+function recordingClient(rename: Record<string, string> = {}, held: Promise<void> = Promise.resolve()) {
   const sent: string[] = [];
   const interceptor: WorkflowClientInterceptor = {
-    query: (input, next) => {
+    query: async (input, next) => {
       const queryType = rename[input.queryType] ?? input.queryType;
       sent.push(queryType);
+      await held;
       return next({ ...input, queryType });
     },
   };
@@ -97,6 +102,42 @@ test('the UI offers the spec query with its description, and an empty form is ha
       families: [4],
     });
   expect((await pool.describe()).historyLength).toBe(eventsBefore);
+});
+
+test('ADDs that find the catalogue old share one read of it', async () => {
+  const recorded = recordingClient();
+  const later = Date.now() + 10 * 60_000; // past any kept catalogue's age
+  const answers = await Promise.all(
+    Array.from({ length: 16 }, () => servedPools(recorded.client, scenario.temporal.taskQueue, false, later)),
+  );
+  for (const answer of answers) expect(answer).toEqual(expectedPools());
+  expect(recorded.sent).toEqual(['spec', 'spec']);
+});
+
+test('a catalogue a little past its time answers at once while one read renews it', async () => {
+  const { taskQueue } = scenario.temporal;
+  const first = recordingClient();
+  const readAt = Date.now() + 20 * 60_000;
+  await servedPools(first.client, taskQueue, false, readAt);
+  expect(first.sent).toEqual(['spec', 'spec']);
+  const renewal = gate();
+  const second = recordingClient({}, renewal.opened);
+  // 40 s old: answered from what is kept while the read waits on its queries.
+  expect(await servedPools(second.client, taskQueue, false, readAt + 40_000)).toEqual(expectedPools());
+  await waitForValue(
+    async () => second.sent.length,
+    (n) => n === 2,
+    10_000,
+  );
+  renewal.open();
+  // Asked fresh half a second after the renewal's start: that read is waited for, none is made.
+  await servedPools(second.client, taskQueue, true, readAt + 40_500);
+  await servedPools(second.client, taskQueue, false, readAt + 50_000);
+  expect(second.sent).toEqual(['spec', 'spec']);
+  // Past twice its time an ADD waits for the read.
+  const third = recordingClient();
+  await servedPools(third.client, taskQueue, false, readAt + 40_000 + 61_000);
+  expect(third.sent).toEqual(['spec', 'spec']);
 });
 
 test('a task queue from a request with backslashes or quotes lists no pool and is not refused by Temporal', async () => {
