@@ -34,6 +34,12 @@ export function partOf({ url, functionName }: CallFrame): string {
   return 'other';
 }
 
+/** A script as a reader finds it: its package and file name, or its file name. */
+export function scriptName(url: string): string {
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
+  return pkg ? `${pkg}/${basename(url)}` : basename(url);
+}
+
 export interface ProfileSummary {
   name: string;
   busyMs: number;
@@ -53,7 +59,7 @@ export function summarise(name: string, text: string, topN = 12): ProfileSummary
     if (!frame || partOf(frame) === 'idle') return;
     const part = partOf(frame);
     parts.set(part, (parts.get(part) ?? 0) + ms);
-    const where = `${frame.functionName || '(anonymous)'} ${basename(frame.url)}:${frame.lineNumber + 1}`;
+    const where = `${frame.functionName || '(anonymous)'} ${scriptName(frame.url)}:${frame.lineNumber + 1}`;
     functions.set(where, (functions.get(where) ?? 0) + ms);
   });
   const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]);

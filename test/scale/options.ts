@@ -19,8 +19,10 @@ export const ScaleOptionsSchema = z
       .int()
       .min(0)
       .default(() => Math.floor(Math.random() * 2 ** 31)),
-    /** An existing Temporal server (host:port); omitted: the pinned dev server, one per size. */
+    /** An existing Temporal server (host:port); omitted: a server of its own per size. */
     temporal: z.string().optional(),
+    /** The server each size starts without `temporal`: the pinned dev server, or Temporal on PostgreSQL. */
+    server: z.enum(['dev', 'production']).default('dev'),
     /** Lifecycles in flight, for filling and for the throughput figure. */
     inFlight: positiveInt.max(256).default(32),
     /** Lifecycles of the throughput figure, run with the size's leases open. */

@@ -6,6 +6,8 @@ import type { ScaleReport, SizeFigures } from './scale';
 
 const kib = (bytes: number) => (bytes / 1024).toFixed(1);
 const mib = (v: number | undefined) => (v === undefined ? '–' : v.toFixed(0));
+/** The production server's PostgreSQL, beside Temporal's own CPU. */
+const postgresShare = (v: number | undefined) => (v === undefined ? '' : ` (+ ${ms(v)} PostgreSQL)`);
 
 const ROWS: Array<[string, (s: SizeFigures) => string]> = [
   ['nodes', (s) => String(s.nodes)],
@@ -55,7 +57,8 @@ const ROWS: Array<[string, (s: SizeFigures) => string]> = [
   [
     'CPU ms per lifecycle: control / Temporal',
     (s) =>
-      `${ms(s.throughput.cpuMsPerLifecycle.control ?? NaN)} / ${ms(s.throughput.cpuMsPerLifecycle.temporal ?? NaN)}`,
+      `${ms(s.throughput.cpuMsPerLifecycle.control ?? NaN)} / ${ms(s.throughput.cpuMsPerLifecycle.temporal ?? NaN)}` +
+      postgresShare(s.throughput.cpuMsPerLifecycle.postgres),
   ],
   ['release all s', (s) => s.end.releaseSeconds.toFixed(0)],
   ['Released / expected, badly ended', (s) => `${s.end.released} / ${s.end.expected}, ${s.end.badlyEnded}`],

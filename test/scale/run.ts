@@ -1,4 +1,4 @@
-// `npm run scale -- --sizes 100,300,1000 --leases-per-node 20 [--seed N] [--temporal host:port]`:
+// `npm run scale -- --sizes 100,300,1000 --leases-per-node 20 [--seed N] [--server production | --temporal host:port]`:
 // the scale simulation; prints the table, writes figures.json into the run dir, exit 1 unless
 // every lease was Released and no workflow ended badly.
 import { writeFileSync } from 'node:fs';

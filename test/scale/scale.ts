@@ -139,7 +139,7 @@ export async function runSize(
 ): Promise<SizeFigures> {
   const random = seeded(options.seed + nodes);
   const startedAt = performance.now();
-  const stack = await ScaleStack.start({ dir, nodes, temporal: options.temporal });
+  const stack = await ScaleStack.start({ dir, nodes, temporal: options.temporal, server: options.server });
   try {
     const startSeconds = (performance.now() - startedAt) / 1000;
     print(`${nodes} nodes: stack up in ${startSeconds.toFixed(0)} s (task queue ${stack.taskQueue})`);

@@ -8,8 +8,9 @@ import { Client, Connection } from '@temporalio/client';
 import { poolWorkflowId } from '../../domain/ids';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { startLocalKube, type LocalKube } from '../../tools/kube-apiserver';
-import { freePort, stopPid, waitFor, type Tracked } from '../../tools/processes';
-import { startDevServer, type DevServer } from '../../tools/temporal-server';
+import { freePort, freePortIn, stopPid, waitFor, type Tracked } from '../../tools/processes';
+import { startProductionTemporal } from '../../tools/temporal-production';
+import { startDevServer, type TemporalServer } from '../../tools/temporal-server';
 import { startControlProcess } from '../harness/control-process';
 import { startSimulatedAgents, type SimulatedAgents } from './agents';
 
@@ -22,8 +23,9 @@ const NODE_WRITES_IN_FLIGHT = 16;
 export interface ScaleStackOptions {
   dir: string;
   nodes: number;
-  /** An existing Temporal server; omitted: a dev server of this stack's own. */
+  /** An existing Temporal server; omitted: a server of this stack's own, of the `server` kind. */
   temporal?: string;
+  server?: 'dev' | 'production';
 }
 
 export class ScaleStack {
@@ -32,7 +34,9 @@ export class ScaleStack {
   readonly pool = `scale-${this.suffix}`;
   readonly namespace = `scale-${this.suffix}`;
   readonly nodeNames: string[];
-  server: DevServer | undefined;
+  server: TemporalServer | undefined;
+  /** The production server's PostgreSQL, whose CPU is Temporal's too. */
+  private postgresPid: number | undefined;
   kube!: LocalKube;
   kubeClients!: KubeClients;
   client!: Client;
@@ -59,6 +63,7 @@ export class ScaleStack {
     return {
       control: this.control.pid,
       ...(this.server ? { temporal: this.server.pid } : {}),
+      ...(this.postgresPid ? { postgres: this.postgresPid } : {}),
       ...(apiserver ? { apiserver } : {}),
       ...(etcd ? { etcd } : {}),
       agents: process.pid,
@@ -70,7 +75,7 @@ export class ScaleStack {
     const log = openSync(join(options.dir, 'stack.log'), 'a');
     const stack = new ScaleStack(options.dir, log, options.nodes);
     try {
-      await stack.startParts(options.temporal);
+      await stack.startParts(options.temporal, options.server ?? 'dev');
     } catch (err) {
       await stack.stop();
       throw err;
@@ -78,11 +83,25 @@ export class ScaleStack {
     return stack;
   }
 
-  private async startParts(temporal: string | undefined): Promise<void> {
-    const dbFile = join(this.dir, 'temporal.db');
-    this.server = temporal
-      ? undefined
-      : await startDevServer({ port: await freePort(), dbFile, logFd: this.log });
+  private async startServer(kind: 'dev' | 'production'): Promise<TemporalServer> {
+    if (kind === 'dev')
+      return startDevServer({
+        port: await freePort(),
+        dbFile: join(this.dir, 'temporal.db'),
+        logFd: this.log,
+      });
+    const dir = join(this.dir, 'temporal-production');
+    const server = await startProductionTemporal({
+      dir,
+      port: await freePortIn(20000, 32000),
+      logFd: this.log,
+    });
+    this.postgresPid = server.postgres.pid;
+    return server;
+  }
+
+  private async startParts(temporal: string | undefined, kind: 'dev' | 'production'): Promise<void> {
+    this.server = temporal ? undefined : await this.startServer(kind);
     const address = temporal ?? this.address;
     this.kube = await startLocalKube({ dir: join(this.dir, 'kube'), logFd: this.log });
     this.kubeClients = await connectKube(this.kube.kubeconfig);
@@ -135,7 +154,7 @@ export class ScaleStack {
     await this.agents?.stop();
     await this.connection?.close();
     await this.kube?.stop();
-    if (this.server) await stopPid(this.server.pid);
+    await this.server?.stop();
     closeSync(this.log);
   }
 }

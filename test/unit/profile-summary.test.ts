@@ -1,6 +1,6 @@
 // The bench's profile summary: self time by part and by function, idle left out, a sample's time
 // being the delta that follows it.
-import { partOf, summarise } from '../bench/profile-summary';
+import { partOf, scriptName, summarise } from '../bench/profile-summary';
 
 const frame = (functionName: string, url: string, lineNumber = 0) => ({ functionName, url, lineNumber });
 
@@ -15,6 +15,14 @@ test('a frame belongs to the part its script says', () => {
   expect(partOf(frame('(garbage collector)', ''))).toBe('GC');
   expect(partOf(frame('(idle)', ''))).toBe('idle');
   expect(partOf(frame('readFile', 'node:fs'))).toMatch(/^Node/);
+});
+
+test('a script is named by its package and file', () => {
+  expect(scriptName('file:///x/node_modules/@temporalio/worker/lib/workflow/vm-shared.js')).toBe(
+    '@temporalio/worker/vm-shared.js',
+  );
+  expect(scriptName('/x/node_modules/ws/lib/index.js')).toBe('ws/index.js');
+  expect(scriptName('/work/main/dist/cni/handle.js')).toBe('handle.js');
 });
 
 test('self time is summed per part and function, idle left out', () => {
