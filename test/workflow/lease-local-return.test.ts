@@ -24,6 +24,8 @@ import { gate, workflowTestEnv, type WorkflowTestEnv, testLeaseStart } from '../
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
+const fixture = (name: string) => join(__dirname, '..', '..', '..', 'test', 'fixtures', name);
+
 const node = uniqueName('wf-local-node');
 const addresses = [{ family: 4 as const, address: '198.18.0.3', prefixLength: 26, gateway: '198.18.0.1' }];
 /** One try's gates: the deactivate update's activity runs until the return's local activity has begun. */
@@ -90,16 +92,9 @@ function commandsByTask(events: HistoryEvent[]): string[][] {
 const SPLIT_TASK = ['WORKFLOW_EXECUTION_UPDATE_COMPLETED', 'MARKER_RECORDED', 'ACTIVITY_TASK_SCHEDULED'];
 
 test('the soak history replays: the fallback of a return whose local activity outlived its task follows the update', async () => {
-  const file = join(
-    __dirname,
-    '..',
-    '..',
-    '..',
-    'test',
-    'fixtures',
-    'return-local-activity-after-split-task.history.json',
+  const history = historyFromShowJson(
+    readFileSync(fixture('return-local-activity-after-split-task.history.json'), 'utf8'),
   );
-  const history = historyFromShowJson(readFileSync(file, 'utf8'));
   expect(commandsByTask(history.events)).toContainEqual(SPLIT_TASK);
   expect(await replayErrorOf('fixture', history)).toBeUndefined();
 });
@@ -135,6 +130,17 @@ async function releaseWhileDeactivating(): Promise<string[][]> {
 
 /** Tries until one history has the soak's shape (the update's completion can come a task earlier when the worker is slow). */
 const TRIES = 4;
+
+test('the scale run history replays: a return cancelled by sdk-core before it ran failed its lease then', async () => {
+  // Runs from before the `cancelled-local-call-goes-on` patch failed here; new runs go on as an
+  // ordinary activity (workflows/lease/addresses isFinal). The recorded failure stays as it was.
+  const history = historyFromShowJson(
+    readFileSync(fixture('return-local-activity-cancelled.history.json'), 'utf8'),
+  );
+  const last = history.events.at(-1);
+  expect(last?.workflowExecutionFailedEventAttributes?.failure?.message).toBe('Local Activity cancelled');
+  expect(await replayErrorOf('cancelled', history)).toBeUndefined();
+});
 
 test('a release whose local return outlasts its task while a deactivate update completes: the history replays', async () => {
   const shapes: string[][][] = [];

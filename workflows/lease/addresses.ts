@@ -8,7 +8,9 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   condition,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   TimeoutFailure,
@@ -68,14 +70,23 @@ const local = proxyLocalActivities<ControlActivities>({
 });
 
 /**
+ * Marks runs in which a local call that sdk-core cancelled goes on as an ordinary activity (before,
+ * the cancellation failed the lease).
+ */
+const CANCELLED_LOCAL_GOES_ON = 'cancelled-local-call-goes-on';
+
+/**
  * A failure the ordinary activity would not retry either: the lease decides on it at once. A
  * timeout is not: the call goes on as an ordinary activity. (A local activity's timeout reaches
  * the workflow as an ActivityFailure when it happens and as the bare TimeoutFailure of its marker
- * on replay: both are read the same.)
+ * on replay: both are read the same.) Nor is a cancellation: the lease's calls run in
+ * non-cancellable scopes, so a local call is cancelled only by sdk-core itself (in the 1,000-node
+ * scale run, a return cancelled at attempt 0 before it ran, the worker overloaded, failed its lease).
  */
 function isFinal(err: unknown): boolean {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof TimeoutFailure) return false;
+  if (cause instanceof CancelledFailure) return !patched(CANCELLED_LOCAL_GOES_ON);
   if (!(cause instanceof ApplicationFailure)) return true;
   if (GOES_ON.includes(cause.type ?? '')) return false;
   return cause.nonRetryable || (retry?.nonRetryableErrorTypes ?? []).includes(cause.type ?? '');
