@@ -41,7 +41,7 @@ test('self time is summed per part and function, idle left out', () => {
     ['zod', 9],
     ['netlease', 1],
   ]);
-  expect(s.top[0]).toEqual(['parse types.js:10', 9]);
+  expect(s.top[0]).toEqual(['parse zod/types.js:10', 9]);
 });
 
 test('a file that is not a V8 profile is refused', () => {
