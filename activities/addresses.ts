@@ -60,6 +60,8 @@ export interface ProduceInput {
   podUid: string;
   nodeName: string;
   pool: string;
+  /** The pod's static addresses (domain/static-addresses). */
+  addresses?: string[];
 }
 
 export interface Produced {
@@ -161,7 +163,14 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
         const addresses = await submit(input.nodeName, {
           kind: 'allocate',
           id: allocateUpdateId(input.leaseId, input.run),
-          request: { owner: input.leaseId, podUid: input.podUid, pool, incarnation, run: input.run },
+          request: {
+            owner: input.leaseId,
+            podUid: input.podUid,
+            pool,
+            incarnation,
+            run: input.run,
+            ...(input.addresses ? { addresses: input.addresses } : {}),
+          },
         });
         return { addresses, activation: config.activation };
       }),

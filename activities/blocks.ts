@@ -31,6 +31,8 @@ export interface AcquireBlockInput {
   incarnation: string;
   family: Family;
   updateId: string;
+  /** A static address's pinned block (domain/static-addresses) instead of the pool's next free one. */
+  block?: string;
 }
 
 export interface MoveBlocksInput {
@@ -48,6 +50,8 @@ export interface ReturnBlocksInput {
   incarnation: string;
   blocks?: string[];
   updateId: string;
+  /** A static address's pinned block going back after its release (not compensation). */
+  pinned?: boolean;
 }
 
 /**
@@ -106,8 +110,9 @@ export function blockActivities({ client, config }: ControlDeps) {
   return {
     /** The node's deterministic update id is the hand-out's id: a retried activity gets the same block. */
     acquireBlock(input: AcquireBlockInput): Promise<string> {
-      const { pool, node, incarnation, family, updateId } = input;
-      return handOuts.submit(pool.name, { id: updateId, node, incarnation, family, spec: pool });
+      const { pool, node, incarnation, family, updateId, block } = input;
+      const pinned = block ? { block } : {};
+      return handOuts.submit(pool.name, { id: updateId, node, incarnation, family, spec: pool, ...pinned });
     },
 
     /** A node's new incarnation adopted these blocks of the old one (compensation, living pods). */
@@ -128,8 +133,8 @@ export function blockActivities({ client, config }: ControlDeps) {
           updateId: input.updateId,
         }),
       );
-      // Only compensation returns blocks (node workflow, a gone incarnation's last step).
-      compensationBlocksReturned.inc({ pool: input.pool }, returned.length);
+      // Compensation returns blocks (a gone incarnation's last step), and a static address's pinned one.
+      if (!input.pinned) compensationBlocksReturned.inc({ pool: input.pool }, returned.length);
       return returned;
     },
   };

@@ -20,7 +20,7 @@ import { poolTaskQueue, unopenedPool } from '../temporal/pools';
 import { DEFAULT_POOL } from '../domain/pool-selection';
 import type { PodFactsSource } from '../kubernetes/selection-facts';
 import { consumeLease } from './consume';
-import { chosenPool } from './pool-choice';
+import { chosenTerms } from './pool-choice';
 import { deactivateAttachment, leaseStateOf } from './deactivate';
 import type { CniEnv } from './env';
 import { CniCode, CniError, quoted } from './errors';
@@ -78,7 +78,7 @@ export async function add(env: CniEnv, conf: NetConf, context: CniContext): Prom
   const start = await run(context, conf, async (client) => {
     const pod = leaseStart(env, conf, conf.settings.pool ?? DEFAULT_POOL);
     const { taskQueue } = conf.settings.temporal;
-    return { ...pod, pool: await chosenPool(client, taskQueue, context.facts, pod, conf.settings.pool) };
+    return { ...pod, ...(await chosenTerms(client, taskQueue, context.facts, pod, conf.settings.pool)) };
   });
   const routes = conf.settings.routes;
   const sandbox: Sandbox = {

@@ -4,7 +4,8 @@
 // reason code first): no lease is started. Without the agent's facts (no kubernetes section, or
 // an ADD with no pod) no label is known, and a pool with a selector is not taken. The served pools
 // come from the agent's watch of the NetleasePool objects where it tells them (kubernetes/
-// pool-selectors), else from the pool catalogue (Temporal).
+// pool-selectors), else from the pool catalogue (Temporal). The pod's static addresses are read
+// from the same facts (cni/static-choice).
 import type { Client } from '@temporalio/client';
 import type { LeaseStart } from '../domain/lease';
 import {
@@ -17,6 +18,7 @@ import type { PodFactsSource } from '../kubernetes/selection-facts';
 import { errorMessage } from '../observability/log';
 import { servedPool, servedPools } from '../temporal/pool-catalogue';
 import { CniCode, CniError } from './errors';
+import { staticAddressesFor } from './static-choice';
 
 type Pod = Pick<LeaseStart, 'podNamespace' | 'podName' | 'podUid' | 'nodeName'>;
 
@@ -67,15 +69,32 @@ const namesUnknown = (selection: Selection, input: SelectionInput): boolean =>
     ? selection.refused === 'invalid-pool-annotation'
     : !input.pools.some((p) => p.name === selection.pool);
 
-/** The pool the ADD's lease is for; a CniError (7) naming the reason when there is none. */
-export async function chosenPool(
+/**
+ * The pool the ADD's lease is for and the pod's static addresses (cni/static-choice), from one
+ * read of its facts; a CniError (7) naming the reason when there is no pool or the addresses are
+ * not the pool's to give.
+ */
+export async function chosenTerms(
   client: Client,
   taskQueue: string,
   facts: PodFactsSource | undefined,
   pod: Pod,
   configPool: string | undefined,
-): Promise<string> {
+): Promise<Pick<LeaseStart, 'pool' | 'staticAddresses'>> {
   const known = await selectionFor(facts, pod);
+  const pool = await chosenPool(client, taskQueue, facts, known, configPool);
+  const staticAddresses = await staticAddressesFor(client, pool, known.pod);
+  return staticAddresses ? { pool, staticAddresses } : { pool };
+}
+
+/** The pool of the pod; a CniError (7) naming the reason when there is none. */
+async function chosenPool(
+  client: Client,
+  taskQueue: string,
+  facts: PodFactsSource | undefined,
+  known: Omit<SelectionInput, 'pools'>,
+  configPool: string | undefined,
+): Promise<string> {
   const decide = async (fresh: boolean) => {
     const input = { ...known, pools: await poolsFor(client, taskQueue, facts, fresh), configPool };
     return { input, selection: selectPool(input) };

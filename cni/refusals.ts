@@ -20,6 +20,7 @@ export const REASONS = {
   'unknown-pool': [CniCode.invalidNetworkConfig],
   'no-pool-for-pod': [CniCode.invalidNetworkConfig],
   'invalid-pool-annotation': [CniCode.invalidNetworkConfig],
+  'invalid-static-address': [CniCode.invalidNetworkConfig],
   'pool-on-other-task-queue': [CniCode.invalidNetworkConfig],
   'unknown-temporal-namespace': [CniCode.invalidNetworkConfig],
   'request-rejected': [CniCode.invalidNetworkConfig],
@@ -35,6 +36,7 @@ export const REASONS = {
   'node-not-found': [CniCode.tryAgainLater],
   'pod-facts-unreadable': [CniCode.tryAgainLater],
   'node-replacing': [CniCode.tryAgainLater],
+  'static-address-held': [CniCode.tryAgainLater],
   'node-continuing': [CniCode.tryAgainLater],
   'table-rebuilding': [CniCode.tryAgainLater],
   'table-unverified': [CniCode.tryAgainLater],
@@ -48,7 +50,7 @@ export const REASONS = {
 export type Reason = keyof typeof REASONS;
 
 /** Named by issue 29 for refusals not built yet: kept for them, produced by nothing today. */
-export const RESERVED_REASONS = ['static-address-held', 'sticky-address-fenced'] as const;
+export const RESERVED_REASONS = ['sticky-address-fenced'] as const;
 
 /** The reason of a code that has one meaning; the others (5, 11, 50) name theirs where they are made. */
 const BY_CODE = {
@@ -80,6 +82,8 @@ export const FAILURE_REFUSALS: Record<FailureTypeName, { code: CniCodeValue; rea
   [FailureType.activationFailed]: { code: CniCode.tryAgainLater, reason: 'activation-failed' },
   // The Node was replaced while the lease produced: the runtime's next ADD reads the new one.
   [FailureType.incarnationGone]: { code: CniCode.tryAgainLater, reason: 'node-replacing' },
+  // Another pod's, cooling down, or in another node's block: the ADD succeeds once it is free.
+  [FailureType.staticAddressHeld]: { code: CniCode.tryAgainLater, reason: 'static-address-held' },
   // Transient: the lease's activity sends these again, so an ADD sees them only past its budget.
   [FailureType.nodeContinuing]: { code: CniCode.tryAgainLater, reason: 'node-continuing' },
   [FailureType.tableRebuilding]: { code: CniCode.tryAgainLater, reason: 'table-rebuilding' },

@@ -3,7 +3,6 @@
 import {
   contains,
   formatAddress,
-  lastAddress,
   parseAddress,
   parsePrefix,
   usableRange,
@@ -11,6 +10,8 @@ import {
   type Prefix,
 } from './cidr';
 import type { PoolSpec } from './config';
+import { exclusionRanges } from './pool-spec';
+import { grantBlock, isPinnedBlock, pinnedBlockOf, staticAddressProblem } from './static-addresses';
 
 export interface Block {
   cidr: string;
@@ -60,18 +61,6 @@ export function gatewayOf(pool: PoolSpec, block: Prefix): bigint | undefined {
   return usableRange(block).first;
 }
 
-/** Exclusions as inclusive [first, last] ranges of one family. */
-export function exclusionRanges(pool: PoolSpec, family: Family): Array<[bigint, bigint]> {
-  return pool.exclude.flatMap((text): Array<[bigint, bigint]> => {
-    if (text.includes('/')) {
-      const p = parsePrefix(text);
-      return p.family === family ? [[p.network, lastAddress(p)]] : [];
-    }
-    const a = parseAddress(text);
-    return a.family === family ? [[a.value, a.value]] : [];
-  });
-}
-
 export function expireCooldowns(table: AllocationTable, now: number): void {
   for (const [address, until] of Object.entries(table.cooldowns)) {
     if (until <= now) delete table.cooldowns[address];
@@ -98,7 +87,8 @@ function freeAddressIn(table: AllocationTable, pool: PoolSpec, block: Prefix): b
 }
 
 export function grantOf(pool: PoolSpec, allocation: Allocation): AddressGrant {
-  const block = parsePrefix(allocation.block);
+  // A static address in a pinned block is told as in the pool's block that covers it.
+  const block = grantBlock(pool, allocation.block);
   const gateway = gatewayOf(pool, block);
   return {
     family: allocation.family,
@@ -117,7 +107,11 @@ export interface AllocationRequest {
 export type AllocationOutcome =
   | { kind: 'granted'; allocations: Allocation[] }
   /** The node has no free address of this family left: it needs another block first. */
-  | { kind: 'needBlock'; family: Family };
+  | { kind: 'needBlock'; family: Family }
+  /** A static address no block of the node covers: its pinned block first (domain/static-addresses). */
+  | { kind: 'needPinned'; family: Family; block: string }
+  /** A static address the node cannot give now, and why (another owner, cooling, an older incarnation's). */
+  | { kind: 'held'; message: string };
 
 /**
  * Gives the owner one address per pool family. Idempotent: an owner that already holds an
@@ -127,18 +121,59 @@ export function allocate(
   table: AllocationTable,
   pool: PoolSpec,
   request: AllocationRequest,
+  staticAddresses: string[] = [],
 ): AllocationOutcome {
   const held = ownedBy(table, request.owner);
   for (const family of poolFamilies(pool)) {
     if (held.some((a) => a.family === family)) continue;
-    const picked = firstFree(table, pool, family, request.incarnation);
+    const fixed = staticAddresses.find((a) => parseAddress(a).family === family);
+    const picked = fixed
+      ? staticPick(table, pool, fixed, request.incarnation)
+      : firstFree(table, pool, family, request.incarnation);
     if (!picked) return { kind: 'needBlock', family };
+    if ('kind' in picked) return picked;
     const address = formatAddress(family, picked.value);
     const allocation: Allocation = { address, family, block: picked.block.cidr, ...request };
     table.allocations[address] = allocation;
     held.push(allocation);
   }
   return { kind: 'granted', allocations: held.sort((a, b) => a.family - b.family) };
+}
+
+/**
+ * The block of the node that gives a static address: one of this incarnation's blocks covering it
+ * (a pool block or its pinned block), else its pinned block is needed. Held when another owner has
+ * it, it is cooling, or a block of an earlier incarnation covers it (its pods may still run).
+ */
+function staticPick(
+  table: AllocationTable,
+  pool: PoolSpec,
+  address: string,
+  incarnation: string,
+): { block: Block; value: bigint } | AllocationOutcome {
+  const problem = staticAddressProblem(pool, address);
+  if (problem) throw new AllocationConflict(problem);
+  const holder = table.allocations[address];
+  if (holder)
+    return {
+      kind: 'held',
+      message: `${address} is held by lease ${holder.owner} (pod UID ${holder.podUid})`,
+    };
+  const cooling = table.cooldowns[address]; // expired ones were dropped by the caller
+  if (cooling !== undefined)
+    return {
+      kind: 'held',
+      message: `${address} was released and cools down until ${new Date(cooling).toISOString()}`,
+    };
+  const { family, value } = parseAddress(address);
+  const covering = table.blocks.find((b) => contains(parsePrefix(b.cidr), family, value));
+  if (!covering) return { kind: 'needPinned', family, block: pinnedBlockOf(address) };
+  if (covering.incarnation !== incarnation)
+    return {
+      kind: 'held',
+      message: `${address} is in block ${covering.cidr} of this node's earlier incarnation ${covering.incarnation}`,
+    };
+  return { block: covering, value };
 }
 
 /** The lowest free address of the incarnation's blocks of this family, blocks in the order acquired. */
@@ -150,6 +185,7 @@ function firstFree(
 ): { block: Block; value: bigint } | undefined {
   for (const block of table.blocks) {
     if (block.family !== family || block.incarnation !== incarnation) continue;
+    if (isPinnedBlock(pool, block.cidr)) continue; // a static address's, never handed to another pod
     const value = freeAddressIn(table, pool, parsePrefix(block.cidr));
     if (value !== undefined) return { block, value };
   }
@@ -168,9 +204,12 @@ function reserveOf(block: Prefix): bigint {
  * before an allocation has to wait for one. Addresses are handed out lowest first, block by block,
  * so an allocation near the end of the newest block of its family leaves only that block's rest.
  */
-export function runningLow(table: AllocationTable, allocation: Allocation): boolean {
+export function runningLow(table: AllocationTable, pool: PoolSpec, allocation: Allocation): boolean {
   const blocks = table.blocks.filter(
-    (b) => b.family === allocation.family && b.incarnation === allocation.incarnation,
+    (b) =>
+      b.family === allocation.family &&
+      b.incarnation === allocation.incarnation &&
+      !isPinnedBlock(pool, b.cidr),
   );
   if (blocks[blocks.length - 1]?.cidr !== allocation.block) return false;
   const block = parsePrefix(allocation.block);
@@ -267,6 +306,7 @@ function overlapCount(first: bigint, last: bigint, ranges: Array<[bigint, bigint
 
 /** Addresses one block of the pool can hand out: usable, not the gateway, not excluded. */
 export function blockCapacity(pool: PoolSpec, prefix: Prefix): bigint {
+  if (isPinnedBlock(pool, prefix)) return 1n; // its static address (the gateway is its pool block's)
   const { first, last } = usableRange(prefix);
   const excluded = exclusionRanges(pool, prefix.family);
   const gateway = gatewayOf(pool, prefix);

@@ -56,6 +56,8 @@ export const LeaseStartSchema = z.object({
   mode: DataplaneModeSchema,
   /** The CNI network name: GC of one network leaves the others' attachments alone. */
   network: z.string().max(253).optional(),
+  /** The pod's static addresses (domain/static-addresses), canonical and comma-joined, IPv4 first. */
+  staticAddresses: z.string().min(1).max(100).optional(),
 });
 export type LeaseStart = z.infer<typeof LeaseStartSchema>;
 
@@ -79,19 +81,27 @@ export const LeaseTermsSchema = LeaseStartSchema.pick({
   pool: true,
   mode: true,
   network: true,
+  staticAddresses: true,
 });
 export type LeaseTerms = z.infer<typeof LeaseTermsSchema>;
 
-export const termsOf = ({ nodeName, pool, mode, network }: LeaseStart): LeaseTerms => ({
+const TERM_KEYS = ['nodeName', 'pool', 'mode', 'network', 'staticAddresses'] as const;
+
+/** The terms of a start; `staticAddresses` only when it names some (older starts have none). */
+export const termsOf = ({ nodeName, pool, mode, network, staticAddresses }: LeaseStart): LeaseTerms => ({
   nodeName,
   pool,
   mode,
   network,
+  ...(staticAddresses ? { staticAddresses } : {}),
 });
 
-/** `network n (ptp, pool p, node x)`: terms as a message names them. */
-export const termsText = (terms: LeaseTerms, withNode = true): string =>
-  `network ${terms.network ?? '(none)'} (${terms.mode}, pool ${terms.pool}${withNode ? `, node ${terms.nodeName}` : ''})`;
+/** `network n (ptp, pool p, node x, addresses a)`: terms as a message names them. */
+export const termsText = (terms: LeaseTerms, withNode = true): string => {
+  const node = withNode ? `, node ${terms.nodeName}` : '';
+  const fixed = terms.staticAddresses ? `, static addresses ${terms.staticAddresses}` : '';
+  return `network ${terms.network ?? '(none)'} (${terms.mode}, pool ${terms.pool}${node}${fixed})`;
+};
 
 /**
  * Why an ADD of these terms cannot be answered by this lease, naming both sides; undefined when
@@ -99,9 +109,7 @@ export const termsText = (terms: LeaseTerms, withNode = true): string =>
  */
 export function termsMismatch(start: LeaseStart, terms: LeaseTerms): string | undefined {
   const lease = termsOf(start);
-  const differs = (Object.keys(lease) as Array<keyof LeaseTerms>).some(
-    (key) => (lease[key] ?? '') !== (terms[key] ?? ''),
-  );
+  const differs = TERM_KEYS.some((key) => (lease[key] ?? '') !== (terms[key] ?? ''));
   if (!differs) return undefined;
   const withNode = lease.nodeName !== terms.nodeName;
   const pod = start.podName ? `pod ${start.podNamespace}/${start.podName}` : `pod UID ${start.podUid}`;
@@ -216,5 +224,7 @@ export const FailureType = {
   tableUnverified: 'TableUnverified',
   /** The Node incarnation the request read is gone (replaced meanwhile): the runtime tries again. */
   incarnationGone: 'IncarnationGone',
+  /** The pod's static address is another pod's (or cooling, or in another node's block): later. */
+  staticAddressHeld: 'StaticAddressHeld',
 } as const;
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

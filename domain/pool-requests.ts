@@ -12,6 +12,8 @@ export const AcquireBlockRequestSchema = z.object({
   incarnation: uid,
   family,
   spec: PoolSpecSchema,
+  /** A static address's pinned block (domain/static-addresses). */
+  block: cidr.optional(),
 });
 export const BlockRequestSchema = AcquireBlockRequestSchema.extend({ id: z.string().min(1).max(1000) });
 export const BlockRequestsSchema = z.array(BlockRequestSchema).min(1).max(1000);

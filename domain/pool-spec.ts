@@ -2,7 +2,7 @@
 // validate the specs their messages carry with it, and the bundle must not build the whole
 // configuration's schemas in every workflow (./config re-exports it).
 import { z } from 'zod';
-import { overlaps, parseAddress, parsePrefix, type Prefix } from './cidr';
+import { lastAddress, overlaps, parseAddress, parsePrefix, type Family, type Prefix } from './cidr';
 import { LabelSelectorSchema } from './label-selector';
 import { DnsLabelSchema } from './names';
 import { CidrText, parsed } from './text-schemas';
@@ -59,3 +59,15 @@ export const PoolSpecSchema = z
     });
   });
 export type PoolSpec = z.infer<typeof PoolSpecSchema>;
+
+/** A pool's exclusions as inclusive [first, last] ranges of one family. */
+export function exclusionRanges(pool: PoolSpec, family: Family): Array<[bigint, bigint]> {
+  return pool.exclude.flatMap((text): Array<[bigint, bigint]> => {
+    if (text.includes('/')) {
+      const p = parsePrefix(text);
+      return p.family === family ? [[p.network, lastAddress(p)]] : [];
+    }
+    const a = parseAddress(text);
+    return a.family === family ? [[a.value, a.value]] : [];
+  });
+}

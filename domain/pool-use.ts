@@ -2,7 +2,8 @@
 // its capacity (every block its CIDRs hold), and over the blocks handed to nodes the addresses
 // allocated, cooling down, and free on their node (reserved: no other node gets them); of the
 // allocated, those whose lease workflow closed without returning them (leaked).
-import { blockCapacity, exclusionRanges, poolFamilies, toCount, type BlockUsage } from './allocation';
+import { blockCapacity, poolFamilies, toCount, type BlockUsage } from './allocation';
+import { exclusionRanges } from './pool-spec';
 import { blockCount, parsePrefix, size, subPrefix, type Family, type Prefix } from './cidr';
 import { blockLength } from './blocks';
 import type { PoolSpec } from './config';

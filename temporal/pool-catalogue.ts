@@ -98,6 +98,10 @@ export async function servedPools(
  * never ran: a NetleasePool object the node agent cannot judge from its status (kubernetes/pool-selectors).
  */
 export async function servedPool(client: Client, pool: string): Promise<PoolSelectors | undefined> {
-  const spec = await unlessGone(() => specOf(client, poolWorkflowId(pool)), undefined);
+  const spec = await servedSpec(client, pool);
   return spec && selectorsOf(spec);
 }
+
+/** The spec one pool workflow serves; undefined when it never ran. */
+export const servedSpec = (client: Client, pool: string): Promise<PoolSpec | undefined> =>
+  unlessGone(() => specOf(client, poolWorkflowId(pool)), undefined);

@@ -44,6 +44,8 @@ export interface AllocateRequest {
   incarnation?: string;
   /** The lease workflow's run: a lease id is reused by a later run after release. */
   run?: string;
+  /** The pod's static addresses (domain/static-addresses): these, not the next free ones. */
+  addresses?: string[];
 }
 
 export interface ReleaseAddressRequest {

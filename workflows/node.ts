@@ -2,6 +2,7 @@
 // node goes through this workflow's batch update, so nothing can hand out one address twice.
 // By concern: node/allocation.ts (allocate, release, blocks acquired ahead), node/incarnations.ts
 // (observe, forget), node/compensation.ts (a gone incarnation's leases follow their pods),
+// node/pinned-returns.ts (a static address's block goes back once released),
 // node/rebuild.ts (a table never lost), node/batch.ts.
 import {
   allHandlersFinished,
@@ -27,6 +28,7 @@ import { Allocator } from './node/allocation';
 import { applyBatch, validateBatch } from './node/batch';
 import { Compensation } from './node/compensation';
 import { Incarnations } from './node/incarnations';
+import { PinnedReturns } from './node/pinned-returns';
 import { TableRebuild } from './node/rebuild';
 import { NodeRun } from './node/run';
 import { noteIgnored } from './notes';
@@ -46,7 +48,8 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
   const incarnations = new Incarnations(run);
   incarnations.describe();
   const rebuild = new TableRebuild(run, memory, incarnations);
-  const allocator = new Allocator(run, incarnations);
+  const pins = new PinnedReturns(run);
+  const allocator = new Allocator(run, incarnations, pins);
   const carried = (): NodeState => ({
     ...run.state,
     results: memory.carry(),
@@ -81,9 +84,10 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
 
   return shielded(async () => {
     await rebuilt;
+    pins.schedule(); // static addresses released in an earlier run
     await new Compensation(run, allocator, incarnations).compensateRetiredIncarnations();
     // Until no handler runs and no block is on its way: then the run can continue-as-new.
-    await condition(() => allHandlersFinished() && allocator.idle() && !rebuild.busy());
+    await condition(() => allHandlersFinished() && allocator.idle() && pins.idle() && !rebuild.busy());
     failpoint('continue-as-new');
     return continueAsNew<typeof nodeWorkflow>({ ...input, restartedAfter: undefined, state: carried() });
   });

@@ -38,6 +38,8 @@ export interface AcquireBlockRequest {
   family: Family;
   /** The spec of the configuration that asked (the pool's own spec decides: `configure`). */
   spec: PoolSpec;
+  /** A static address's pinned block (domain/static-addresses) instead of the next free one. */
+  block?: string;
 }
 
 /**

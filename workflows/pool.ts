@@ -19,7 +19,9 @@ import {
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import { poolFamilies } from '../domain/allocation';
-import { blocksOf, freeBlock } from '../domain/blocks';
+import { blocksOf, freeBlock, overlappingBlock } from '../domain/blocks';
+import { parsePrefix } from '../domain/cidr';
+import { staticAddressProblem } from '../domain/static-addresses';
 import { FailureType } from '../domain/lease';
 import { RebuildRequestSchema } from '../domain/node-requests';
 import { refusedPoolChange } from '../domain/pool-change';
@@ -171,6 +173,7 @@ class Pool {
   private handOut(request: AcquireBlockRequest): string {
     // Older histories took each request's spec; the pool's own decides now (`configure`).
     if (!patched('pool-owns-spec')) this.state.spec = request.spec;
+    if (request.block) return this.handPinned(request, request.block);
     const block = freeBlock(this.state.blocks, this.state.spec, request.family);
     if (!block) {
       throw ApplicationFailure.nonRetryable(
@@ -181,6 +184,31 @@ class Pool {
     this.state.blocks[block] = { node: request.node, incarnation: request.incarnation };
     this.details();
     return block;
+  }
+
+  /**
+   * A static address's one-address block (domain/static-addresses): only where no block covers it
+   * (another node's, or its own pinned block of another incarnation); the address must be one the
+   * pool could hand out.
+   */
+  private handPinned(request: AcquireBlockRequest, pinned: string): string {
+    const { spec, blocks } = this.state;
+    const address = pinned.split('/')[0] ?? '';
+    const problem = staticAddressProblem(spec, address);
+    if (problem) throw ApplicationFailure.nonRetryable(problem, FailureType.invalidConfig);
+    const owner = blocks[pinned];
+    if (owner?.node === request.node && owner.incarnation === request.incarnation) return pinned;
+    const covering = overlappingBlock(Object.keys(blocks), parsePrefix(pinned));
+    const holder = covering === undefined ? undefined : blocks[covering];
+    if (covering !== undefined && holder)
+      throw ApplicationFailure.nonRetryable(
+        `${address} is in block ${covering} of node ${holder.node} (incarnation ${holder.incarnation}); ` +
+          'it comes to this node once that block is back in the pool',
+        FailureType.staticAddressHeld,
+      );
+    blocks[pinned] = { node: request.node, incarnation: request.incarnation };
+    this.details();
+    return pinned;
   }
 
   /** One hand-out of a batch; a refusal is its answer, so the others get theirs. */

@@ -5,23 +5,23 @@
 // from the lease, and the agents' pre-produced guesses are the same pools; a pod annotation naming the other region's pool is refused with the reason
 // (calico#10502: never the wrong region's address) and no lease workflow is started; an
 // annotation naming no served pool is an error naming the annotation.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { globalAddresses } from '../../kernel/links';
 import { leaseWorkflowId } from '../../domain/ids';
 import { acceptedUpdates } from '../harness/history';
-import { kubeconfigPath } from '../harness/kube';
 import { netconf } from '../harness/netconf';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
-import { startNodeAgentProcess, type AgentCniPaths, type NodeAgentProcess } from '../harness/node-agent';
+import type { AgentCniPaths, NodeAgentProcess } from '../harness/node-agent';
 import { offersOnDisk } from '../harness/offers';
 import { expectReplayed } from '../harness/replay';
+import {
+  startPreProducingAgent,
+  stopPreProducingAgents,
+  type PreProducingAgent,
+} from '../harness/pre-producing-agents';
 import { Scenario } from '../harness/scenario';
 import { podCall, runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
-import { waitFor } from '../../tools/processes';
 import { waitForValue } from '../harness/wait';
 
 const EU = uniqueName('eu');
@@ -33,10 +33,7 @@ const REGIONS = [
 type Region = (typeof REGIONS)[number];
 
 let scenario: Scenario;
-const agents = new Map<
-  string,
-  { process: NodeAgentProcess; paths: AgentCniPaths; offerDir: string; dir: string }
->();
+const agents = new Map<string, PreProducingAgent>();
 
 beforeAll(async () => {
   scenario = await Scenario.create('pool-selection', {
@@ -48,32 +45,15 @@ beforeAll(async () => {
   await scenario.cluster.markNamespace({ annotations: { 'netlease.io/pools': `${EU},${US}` } });
   for (const { region, node } of REGIONS) {
     await scenario.cluster.createNode(node, { labels: { region } });
-    const host = await makeNetns(`select-${region}`);
-    const dir = mkdtempSync(join(tmpdir(), `netlease-select-${region}-`));
-    const paths = { cniSocket: join(dir, 'cni.sock'), deleteQueue: join(dir, 'del-queue') };
-    const offerDir = join(dir, 'offers');
-    const process = startNodeAgentProcess(
+    const preProduce = { network: 'netlease-test' };
+    agents.set(
       node,
-      host.name,
-      {},
-      { taskQueue: scenario.temporal.taskQueue },
-      paths,
-      {
-        offerDir,
-        kubernetes: { kubeconfig: kubeconfigPath() },
-        preProduce: { network: 'netlease-test', mode: 'ptp' },
-      },
+      await startPreProducingAgent(node, scenario.temporal.taskQueue, `select-${region}`, preProduce),
     );
-    agents.set(node, { process, paths, offerDir, dir });
-    const watching = await waitFor(() => process.output().includes('"msg":"pre-producing leases"'), 30_000);
-    if (!watching) throw new Error(`node agent of ${node} did not start pre-producing: ${process.output()}`);
   }
 }, 90_000);
 afterAll(async () => {
-  for (const { process, dir } of agents.values()) {
-    await process.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await stopPreProducingAgents(agents.values());
   await scenario?.close();
   await deleteAllNetns();
 });

@@ -5,7 +5,7 @@
 // visibility list, no `spec` query; counted on a client wrapping the scenario's connection). Where
 // the API serves no NetleasePools (a 404), the catalogue is read as before.
 import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
-import { chosenPool } from '../../cni/pool-choice';
+import { chosenTerms } from '../../cni/pool-choice';
 import { poolWorkflowId } from '../../domain/ids';
 import { POOL_GROUP, POOL_PLURAL, POOL_VERSION, type PoolObject } from '../../domain/pool-object';
 import { connectKube } from '../../kubernetes/kube';
@@ -77,7 +77,9 @@ function countingClient() {
 
 /** The pool the pod's ADD selects, or the refusal's reason code. */
 const choose = (client: Client, facts: SelectionFacts | ServedFacts) =>
-  chosenPool(client, scenario.temporal.taskQueue, facts, pod, undefined).catch(
+  chosenTerms(client, scenario.temporal.taskQueue, facts, pod, undefined).then(
+    (terms) => terms.pool,
+
     (err: { reason?: string }) => `refused: ${err.reason ?? String(err)}`,
   );
 

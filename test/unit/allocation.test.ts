@@ -77,14 +77,14 @@ test('running low: an allocation in the last quarter (at most 64) of the newest 
   for (let i = 0; i < 61; i++) {
     const outcome = allocate(table, wide, req(`o${i}`));
     if (outcome.kind !== 'granted') throw new Error(`o${i} needs a block`);
-    expect(runningLow(table, outcome.allocations[1] as Allocation)).toBe(false); // 64 of 2^64 left
-    low.push(runningLow(table, outcome.allocations[0] as Allocation));
+    expect(runningLow(table, wide, outcome.allocations[1] as Allocation)).toBe(false); // 64 of 2^64 left
+    low.push(runningLow(table, wide, outcome.allocations[0] as Allocation));
   }
   // .2-.62 (.1 the gateway, .63 broadcast): from .48 on fewer than 15 (62 / 4) are left.
   expect(low.indexOf(true)).toBe(46);
   expect(low.slice(46).every(Boolean)).toBe(true);
   table.blocks.push({ cidr: '198.18.0.64/26', family: 4, incarnation: 'u1' });
-  expect(runningLow(table, table.allocations['198.18.0.62'] as Allocation)).toBe(false); // one is ahead
+  expect(runningLow(table, wide, table.allocations['198.18.0.62'] as Allocation)).toBe(false); // one is ahead
 });
 
 test('only blocks of the requesting incarnation are used', () => {

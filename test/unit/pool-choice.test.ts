@@ -2,7 +2,7 @@
 // Kubernetes API: the ADD says so (error 11, the runtime asks again), naming the pod and the API's
 // words, not "Temporal did not answer" (an agent whose RBAC lacked namespaces said that).
 import { Client } from '@temporalio/client';
-import { chosenPool } from '../../cni/pool-choice';
+import { chosenTerms } from '../../cni/pool-choice';
 import { CniError } from '../../cni/errors';
 
 const forbidden = 'kubernetes 403 Forbidden: namespaces "shop" is forbidden';
@@ -11,7 +11,7 @@ const pod = { podNamespace: 'shop', podName: 'web-0', podUid: 'uid-1', nodeName:
 test('facts the API refuses: error 11 naming the pod and the API, before Temporal is asked', async () => {
   const client = new Client(); // lazy: never connected, as selection fails before the pools are read
   const facts = { forPod: () => Promise.reject(new Error(forbidden)) };
-  const chosen = chosenPool(client, 'tq', facts, pod, undefined);
+  const chosen = chosenTerms(client, 'tq', facts, pod, undefined);
   await expect(chosen).rejects.toBeInstanceOf(CniError);
   await expect(chosen).rejects.toMatchObject({
     code: 11,

@@ -24,12 +24,15 @@ const policy = ActivationPolicySchema.parse({ initialIntervalSeconds: 0.2, maxim
 const registered = new Set(['node-a', 'node-b']);
 const produced: string[] = [];
 const returned: string[] = [];
+/** The static addresses each produce asked for. */
+const asked: Array<string[] | undefined> = [];
 
 let t: WorkflowTestEnv;
 beforeAll(async () => {
   t = await workflowTestEnv('wf-failed-guess');
   await t.worker({
-    produceAddresses: async ({ nodeName, run }: ProduceInput): Promise<Produced> => {
+    produceAddresses: async ({ nodeName, run, addresses }: ProduceInput): Promise<Produced> => {
+      asked.push(addresses);
       if (!registered.has(nodeName))
         throw ApplicationFailure.nonRetryable(
           `nodeName: node "${nodeName}" does not exist in the cluster now`,
@@ -38,7 +41,7 @@ beforeAll(async () => {
       produced.push(`${nodeName} ${run}`);
       const last = produced.length + 1;
       return {
-        addresses: [{ family: 4, address: `198.18.1.${last}`, prefixLength: 24 }],
+        addresses: [{ family: 4, address: addresses?.[0] ?? `198.18.1.${last}`, prefixLength: 24 }],
         activation: policy,
       };
     },
@@ -69,7 +72,7 @@ const guessOn = async (nodeName: string) => {
       ifName: 'eth0',
       terms: { ...termsOf(start), nodeName: node },
     });
-  return { handle, add, leaseId: leaseWorkflowId(start.podUid, 'eth0') };
+  return { handle, add, start, leaseId: leaseWorkflowId(start.podUid, 'eth0') };
 };
 
 const failureType = updateFailureType;
@@ -110,6 +113,24 @@ test('a lease whose withdrawn guess failed to produce and is then released ends 
   expect(returned.length).toBe(before + 1);
 }, 60_000);
 
+test('a guess made without the static address the ADD names gives way to it (issue 29 item 2)', async () => {
+  const { handle, start } = await guessOn('node-a');
+  const before = returned.length;
+  asked.length = 0;
+  const grant = await consumeLease(t.env.client, t.taskQueue, start, {
+    containerId: 'ctr-static',
+    netns: '/var/run/netns/guessed',
+    ifName: 'eth0',
+    terms: { ...termsOf(start), staticAddresses: '198.18.9.9' },
+  });
+  expect(grant.addresses.map((a) => a.address)).toEqual(['198.18.9.9']);
+  expect(asked).toEqual([['198.18.9.9']]); // the guess's produce came before
+  expect(returned.length).toBe(before + 1); // the guessed address went back
+  expect((await handle.query(leaseStateQuery)).start.staticAddresses).toBe('198.18.9.9');
+  await handle.signal(releaseSignal, { reason: 'test over' });
+  expect((await handle.result()).phase).toBe('Released');
+}, 60_000);
+
 test('every history replays', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 3);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 4);
 });

@@ -24,7 +24,7 @@ import { leaseStartOptions } from '../../temporal/leases';
 import { poolIsServed } from '../../temporal/pools';
 import { servedPools } from '../../temporal/pool-catalogue';
 import { CniError } from '../../cni/errors';
-import { chosenPool } from '../../cni/pool-choice';
+import { chosenTerms } from '../../cni/pool-choice';
 import type { PodFactsSource } from '../../kubernetes/selection-facts';
 import { isGoneError, isUpdateRefusal } from '../../temporal/workflow-gone';
 import { preProduced } from '../../observability/agent-metrics';
@@ -53,34 +53,36 @@ export interface PreProduceOptions {
   log?: Log;
 }
 
-const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce, pool: string): LeaseStart => ({
+const leaseStartFor = (pod: PodFact, nodeName: string, settings: PreProduce, terms: Terms): LeaseStart => ({
   podUid: pod.uid,
   podNamespace: pod.namespace,
   podName: pod.name,
   ifName: settings.ifName,
   nodeName,
-  pool,
+  ...terms,
   mode: settings.mode,
   network: settings.network,
 });
 
+type Terms = Awaited<ReturnType<typeof chosenTerms>>;
+
 /**
- * The guess of the pod's pool: selected as its ADD will be (cni/pool-choice), from the same facts;
- * undefined when its ADD will be refused (the reason is logged). A wrong guess (a label changed
- * meanwhile) gives way to the ADD's terms (workflows/lease/reterm).
+ * The guess of the pod's pool and static addresses: chosen as its ADD will choose them
+ * (cni/pool-choice), from the same facts; undefined when its ADD will be refused (the reason is
+ * logged). A wrong guess (a label changed meanwhile) gives way to the ADD's terms
+ * (workflows/lease/reterm).
  */
-async function guessedPool(options: PreProduceOptions, pod: PodFact, log: Log): Promise<string | undefined> {
+async function guessedTerms(options: PreProduceOptions, pod: PodFact, log: Log): Promise<Terms | undefined> {
   const { client, taskQueue, facts, nodeName, settings } = options;
   const named = { podNamespace: pod.namespace, podName: pod.name, podUid: pod.uid, nodeName };
   try {
-    return await chosenPool(client, taskQueue, facts, named, settings.pool);
+    return await chosenTerms(client, taskQueue, facts, named, settings.pool);
   } catch (err) {
     if (!(err instanceof CniError)) throw err;
     preProduced.inc({ result: 'noPool' });
-    log.info(
-      { pod: `${pod.namespace}/${pod.name}`, reason: err.message },
-      'not pre-produced: no pool for the pod',
-    );
+    const what =
+      err.reason === 'invalid-static-address' ? 'its static addresses are refused' : 'no pool for the pod';
+    log.info({ pod: `${pod.namespace}/${pod.name}`, reason: err.message }, `not pre-produced: ${what}`);
     return undefined;
   }
 }
@@ -132,9 +134,9 @@ export function startPreProducing(options: PreProduceOptions): PreProducer {
 
   /** Starts the lease once (and offers it); a lease that ran and closed is never started again here. */
   const produce = async (pod: PodFact) => {
-    const pool = await guessedPool(options, pod, log);
-    if (pool === undefined) return;
-    const start = leaseStartFor(pod, nodeName, settings, pool);
+    const terms = await guessedTerms(options, pod, log);
+    if (terms === undefined) return;
+    const start = leaseStartFor(pod, nodeName, settings, terms);
     const fields = {
       leaseId: leaseWorkflowId(start.podUid, start.ifName),
       pod: `${pod.namespace}/${pod.name}`,

@@ -30,6 +30,7 @@ const retry: ActivityOptions['retry'] = {
     FailureType.exhausted,
     FailureType.conflict,
     FailureType.released,
+    FailureType.staticAddressHeld,
   ],
 };
 

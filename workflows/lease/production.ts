@@ -36,6 +36,7 @@ export class Production {
             podUid: start.podUid,
             nodeName: start.nodeName,
             pool: start.pool,
+            ...(start.staticAddresses ? { addresses: start.staticAddresses.split(',') } : {}),
           },
         ),
       );

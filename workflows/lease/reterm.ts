@@ -75,7 +75,10 @@ export class Reterm {
   /** The lease's terms become the ADD's, reserved under a key of their own. */
   private async produceOn(terms: LeaseTerms): Promise<void> {
     const { run } = this;
-    run.state.start = { ...run.start, ...terms };
+    // Static addresses are the ADD's too: an ADD without them leaves none of the guess's.
+    const unfixed = { ...run.start };
+    delete unfixed.staticAddresses;
+    run.state.start = { ...unfixed, ...terms };
     upsertSearchAttributes([{ key: NodeName, value: run.start.nodeName }]);
     run.reservation = `${run.runId}~${++this.reterms}`;
     await this.production.produce();

@@ -25,6 +25,7 @@ import { toApplicationFailure } from '../failures';
 import type { AllocateRequest, ReleaseAddressRequest } from '../node-messages';
 import { acquireBlock } from './block-activities';
 import type { Incarnations } from './incarnations';
+import type { PinnedReturns } from './pinned-returns';
 import type { NodeRun } from './run';
 
 /** Released lease runs remembered: far more than a node has leases in flight at once. */
@@ -47,6 +48,8 @@ interface Acquisition {
   pool: string;
   family: Family;
   incarnation: string;
+  /** A static address's pinned block (domain/static-addresses); undefined: the pool's next block. */
+  pinned?: string;
   done: Promise<void>;
 }
 
@@ -56,6 +59,7 @@ export class Allocator {
   constructor(
     private readonly run: NodeRun,
     private readonly incarnations: Incarnations,
+    private readonly pins: PinnedReturns,
   ) {}
 
   /** No block is on its way: the run may continue-as-new. */
@@ -70,10 +74,17 @@ export class Allocator {
 
   /** allocate: one address per pool family for the owner lease, from this incarnation's blocks. */
   async allocate(request: AllocateRequest): Promise<AddressGrant[]> {
+    if (request.addresses?.length) await this.pins.settled();
     for (;;) {
       const outcome = this.allocateNow(request);
       if (outcome.kind === 'granted') return outcome.allocations.map((a) => grantOf(request.pool, a));
-      await this.blockFor(request.pool, outcome.family);
+      if (outcome.kind === 'held')
+        throw ApplicationFailure.nonRetryable(outcome.message, FailureType.staticAddressHeld);
+      await this.blockFor(
+        request.pool,
+        outcome.family,
+        outcome.kind === 'needPinned' ? outcome.block : undefined,
+      );
     }
   }
 
@@ -86,6 +97,7 @@ export class Allocator {
     }
     const pool = state.pools[request.pool];
     const released = release(this.run.tableOf(request.pool), request.owner, Date.now(), request.cooldownMs);
+    this.pins.schedule();
     return pool ? released.map((a) => grantOf(pool, a)) : [];
   }
 
@@ -119,11 +131,16 @@ export class Allocator {
     state.pools[request.pool.name] = request.pool;
     const table = this.run.tableOf(request.pool.name);
     expireCooldowns(table, Date.now());
-    const outcome = allocate(table, request.pool, {
-      owner: request.owner,
-      podUid: request.podUid,
-      incarnation: state.incarnation,
-    });
+    const owner = { owner: request.owner, podUid: request.podUid, incarnation: state.incarnation };
+    let outcome: AllocationOutcome;
+    try {
+      outcome = allocate(table, request.pool, owner, request.addresses);
+    } catch (err) {
+      // A static address the pool cannot hand out (the ADD checks it first; so does the node).
+      if (err instanceof AllocationConflict)
+        throw ApplicationFailure.nonRetryable(err.message, FailureType.invalidConfig);
+      throw err;
+    }
     if (outcome.kind === 'granted') this.acquireAheadIfLow(request.pool, table, outcome.allocations);
     return outcome;
   }
@@ -138,9 +155,10 @@ export class Allocator {
    * Waits for a block: the one on its way, else a new one. Once history is full no new wait
    * starts, so the handlers finish and the run continues-as-new; the caller sends it again.
    */
-  private blockFor(pool: PoolSpec, family: Family): Promise<void> {
+  private blockFor(pool: PoolSpec, family: Family, pinned?: string): Promise<void> {
     const current = this.acquisition;
-    if (current?.pool === pool.name && current.family === family) return current.done;
+    if (current?.pool === pool.name && current.family === family && current.pinned === pinned)
+      return current.done;
     if (current) return current.done.catch(() => undefined); // another family's: then try again
     if (this.run.historyFull()) {
       throw ApplicationFailure.retryable(
@@ -148,13 +166,13 @@ export class Allocator {
         FailureType.nodeContinuing,
       );
     }
-    return this.startAcquisition(pool, family);
+    return this.startAcquisition(pool, family, pinned);
   }
 
   /** An allocation left its family short: its next block is acquired now, in the background. */
   private acquireAheadIfLow(pool: PoolSpec, table: AllocationTable, allocations: Allocation[]): void {
     if (this.acquisition || this.run.historyFull()) return;
-    const low = allocations.find((a) => runningLow(table, a));
+    const low = allocations.find((a) => runningLow(table, pool, a));
     if (!low || !patched(ACQUIRE_AHEAD)) return;
     this.startAcquisition(pool, low.family).catch((err: unknown) =>
       // Nobody waits for it: an allocation that needs the block will ask again and fail itself.
@@ -162,17 +180,22 @@ export class Allocator {
     );
   }
 
-  private startAcquisition(pool: PoolSpec, family: Family): Promise<void> {
+  private startAcquisition(pool: PoolSpec, family: Family, pinned?: string): Promise<void> {
     const { incarnation } = this.run.state;
-    const done = this.acquireBlock(pool, family, incarnation).finally(() => {
+    const done = this.acquireBlock(pool, family, incarnation, pinned).finally(() => {
       this.acquisition = undefined;
     });
-    this.acquisition = { pool: pool.name, family, incarnation, done };
+    this.acquisition = { pool: pool.name, family, incarnation, done, ...(pinned ? { pinned } : {}) };
     return done;
   }
 
-  /** One more block of a family from the pool workflow. */
-  private async acquireBlock(pool: PoolSpec, family: Family, incarnation: string): Promise<void> {
+  /** One more block of a family from the pool workflow: its next free one, or a pinned one. */
+  private async acquireBlock(
+    pool: PoolSpec,
+    family: Family,
+    incarnation: string,
+    pinned?: string,
+  ): Promise<void> {
     const seq = ++this.run.state.blockRequests;
     const run = patched(RUN_SCOPED_BLOCK_REQUESTS) ? workflowInfo().runId : undefined;
     const cidr = await acquireBlock({
@@ -181,6 +204,7 @@ export class Allocator {
       incarnation,
       family,
       updateId: acquireBlockUpdateId(this.run.nodeName, incarnation, family, seq, run),
+      ...(pinned ? { block: pinned } : {}),
     }).catch((err: unknown) => {
       throw toApplicationFailure(err, FailureType.exhausted);
     });

@@ -1,0 +1,101 @@
+// A static address's pinned block (domain/static-addresses) goes back to the pool once the address
+// is released and has cooled down, so that the address can follow its pod to another node. Only
+// pinned blocks: a node keeps its pool blocks until its incarnation is gone (compensation).
+import { sleep, workflowInfo } from '@temporalio/workflow';
+import { isPinnedBlock } from '../../domain/static-addresses';
+import { expireCooldowns, type AllocationTable, type Block } from '../../domain/allocation';
+import { contains, parseAddress, parsePrefix } from '../../domain/cidr';
+import { returnBlocks } from './block-activities';
+import type { NodeRun } from './run';
+
+interface Unheld {
+  pool: string;
+  block: Block;
+  /** When its address has cooled down (epoch ms); undefined: it has. */
+  coolsAt: number | undefined;
+}
+
+export class PinnedReturns {
+  private returning: Promise<void> | undefined;
+  /** A return in flight: its blocks must not be handed to a pod meanwhile. */
+  private sending: Promise<void> | undefined;
+
+  constructor(private readonly run: NodeRun) {}
+
+  /** No return is being sent: the run may continue-as-new (a wait for a cooldown starts again). */
+  idle(): boolean {
+    return this.sending === undefined;
+  }
+
+  /** Until no return is in flight (a static allocation must not take a block on its way back). */
+  async settled(): Promise<void> {
+    while (this.sending) await this.sending;
+  }
+
+  /** After a release, and when a run starts: pinned blocks no lease holds go back once cooled. */
+  schedule(): void {
+    if (this.returning || this.unheld().length === 0) return;
+    this.returning = this.returnWhenCooled().finally(() => {
+      this.returning = undefined;
+    });
+  }
+
+  private async returnWhenCooled(): Promise<void> {
+    for (;;) {
+      const unheld = this.unheld();
+      if (unheld.length === 0 || this.run.historyFull()) return;
+      const ready = unheld.filter((u) => u.coolsAt === undefined);
+      if (ready.length === 0) {
+        await sleep(Math.max(1, Math.min(...unheld.map((u) => u.coolsAt ?? 0)) - Date.now()));
+        continue;
+      }
+      this.sending = this.send(ready);
+      try {
+        await this.sending;
+      } finally {
+        this.sending = undefined;
+      }
+    }
+  }
+
+  /** The pinned blocks no allocation holds, each with when its address cools down. */
+  private unheld(): Unheld[] {
+    const now = Date.now();
+    return Object.entries(this.run.state.tables).flatMap(([pool, table]) => {
+      const spec = this.run.state.pools[pool];
+      if (!spec) return [];
+      expireCooldowns(table, now);
+      const held = new Set(Object.values(table.allocations).map((a) => a.block));
+      return table.blocks
+        .filter((b) => isPinnedBlock(spec, b.cidr) && !held.has(b.cidr))
+        .map((block) => ({ pool, block, coolsAt: coolingUntil(table, block) }));
+    });
+  }
+
+  /** One return per pool and incarnation; the blocks leave the table once the pool has them. */
+  private async send(ready: Unheld[]): Promise<void> {
+    const { state, nodeName } = this.run;
+    for (const { pool, block } of ready) {
+      const seq = ++state.blockRequests;
+      await returnBlocks({
+        pool,
+        node: nodeName,
+        incarnation: block.incarnation,
+        blocks: [block.cidr],
+        updateId: `return-pinned/${nodeName}/${block.incarnation}/${block.cidr}/${seq}/${workflowInfo().runId}`,
+        pinned: true,
+      });
+      const table = state.tables[pool];
+      if (table) table.blocks = table.blocks.filter((b) => b.cidr !== block.cidr);
+    }
+  }
+}
+
+function coolingUntil(table: AllocationTable, block: Block): number | undefined {
+  const prefix = parsePrefix(block.cidr);
+  const cooling = Object.entries(table.cooldowns).find(([address]) => {
+    const a = parseAddress(address);
+    return contains(prefix, a.family, a.value);
+  });
+  return cooling?.[1];
+}
