@@ -55,13 +55,18 @@ export async function lanesUntil(
 ): Promise<number> {
   const deadline = performance.now() + budgetMs;
   let started = 0;
+  // A failed task stops the others starting, and its error is thrown once every lane is done: no
+  // call is left running on a connection the caller closes next (the scale run's crash,
+  // "Channel has been shut down" from a client's retry timer, which hid the error itself).
+  const failures: unknown[] = [];
   const lane = async () => {
-    while (started < count && performance.now() < deadline) {
+    while (failures.length === 0 && started < count && performance.now() < deadline) {
       started++;
-      await task();
+      await task().catch((err: unknown) => void failures.push(err));
     }
   };
   await Promise.all(Array.from({ length: lanes }, lane));
+  if (failures.length > 0) throw failures[0];
   return started;
 }
 
