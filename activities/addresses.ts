@@ -62,6 +62,8 @@ export interface ProduceInput {
   pool: string;
   /** The pod's static addresses (domain/static-addresses). */
   addresses?: string[];
+  /** The sticky reservation they are (domain/sticky-addresses). */
+  reservation?: string;
 }
 
 export interface Produced {
@@ -170,6 +172,7 @@ export function addressActivities({ client, config, reader }: ControlDeps) {
             incarnation,
             run: input.run,
             ...(input.addresses ? { addresses: input.addresses } : {}),
+            ...(input.reservation ? { reservation: input.reservation } : {}),
           },
         });
         return { addresses, activation: config.activation };

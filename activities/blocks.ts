@@ -33,6 +33,8 @@ export interface AcquireBlockInput {
   updateId: string;
   /** A static address's pinned block (domain/static-addresses) instead of the pool's next free one. */
   block?: string;
+  /** The sticky reservation the pinned address is for (domain/sticky-addresses). */
+  reservation?: string;
 }
 
 export interface MoveBlocksInput {
@@ -110,8 +112,8 @@ export function blockActivities({ client, config }: ControlDeps) {
   return {
     /** The node's deterministic update id is the hand-out's id: a retried activity gets the same block. */
     acquireBlock(input: AcquireBlockInput): Promise<string> {
-      const { pool, node, incarnation, family, updateId, block } = input;
-      const pinned = block ? { block } : {};
+      const { pool, node, incarnation, family, updateId, block, reservation } = input;
+      const pinned = { ...(block ? { block } : {}), ...(reservation ? { reservation } : {}) };
       return handOuts.submit(pool.name, { id: updateId, node, incarnation, family, spec: pool, ...pinned });
     },
 

@@ -18,7 +18,7 @@ import type { PodFactsSource } from '../kubernetes/selection-facts';
 import { errorMessage } from '../observability/log';
 import { servedPool, servedPools } from '../temporal/pool-catalogue';
 import { CniCode, CniError } from './errors';
-import { staticAddressesFor } from './static-choice';
+import { staticAddressesFor, stickyAddressesFor } from './static-choice';
 
 type Pod = Pick<LeaseStart, 'podNamespace' | 'podName' | 'podUid' | 'nodeName'>;
 
@@ -80,11 +80,13 @@ export async function chosenTerms(
   facts: PodFactsSource | undefined,
   pod: Pod,
   configPool: string | undefined,
-): Promise<Pick<LeaseStart, 'pool' | 'staticAddresses'>> {
+): Promise<Pick<LeaseStart, 'pool' | 'staticAddresses' | 'stickyKey'>> {
   const known = await selectionFor(facts, pod);
   const pool = await chosenPool(client, taskQueue, facts, known, configPool);
   const staticAddresses = await staticAddressesFor(client, pool, known.pod);
-  return staticAddresses ? { pool, staticAddresses } : { pool };
+  if (staticAddresses) return { pool, staticAddresses };
+  const sticky = await stickyAddressesFor(client, pool, known.pod, known.namespace.annotations);
+  return sticky ? { pool, ...sticky } : { pool };
 }
 
 /** The pool of the pod; a CniError (7) naming the reason when there is none. */

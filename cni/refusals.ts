@@ -37,6 +37,7 @@ export const REASONS = {
   'pod-facts-unreadable': [CniCode.tryAgainLater],
   'node-replacing': [CniCode.tryAgainLater],
   'static-address-held': [CniCode.tryAgainLater],
+  'sticky-address-fenced': [CniCode.tryAgainLater],
   'node-continuing': [CniCode.tryAgainLater],
   'table-rebuilding': [CniCode.tryAgainLater],
   'table-unverified': [CniCode.tryAgainLater],
@@ -49,8 +50,8 @@ export const REASONS = {
 
 export type Reason = keyof typeof REASONS;
 
-/** Named by issue 29 for refusals not built yet: kept for them, produced by nothing today. */
-export const RESERVED_REASONS = ['sticky-address-fenced'] as const;
+/** Named for refusals not built yet: kept for them, produced by nothing today. */
+export const RESERVED_REASONS = [] as const;
 
 /** The reason of a code that has one meaning; the others (5, 11, 50) name theirs where they are made. */
 const BY_CODE = {
@@ -84,6 +85,8 @@ export const FAILURE_REFUSALS: Record<FailureTypeName, { code: CniCodeValue; rea
   [FailureType.incarnationGone]: { code: CniCode.tryAgainLater, reason: 'node-replacing' },
   // Another pod's, cooling down, or in another node's block: the ADD succeeds once it is free.
   [FailureType.staticAddressHeld]: { code: CniCode.tryAgainLater, reason: 'static-address-held' },
+  // The ordinal's earlier pod's sandbox is not known gone: the ADD succeeds once it is.
+  [FailureType.stickyAddressFenced]: { code: CniCode.tryAgainLater, reason: 'sticky-address-fenced' },
   // Transient: the lease's activity sends these again, so an ADD sees them only past its budget.
   [FailureType.nodeContinuing]: { code: CniCode.tryAgainLater, reason: 'node-continuing' },
   [FailureType.tableRebuilding]: { code: CniCode.tryAgainLater, reason: 'table-rebuilding' },

@@ -58,6 +58,8 @@ export const LeaseStartSchema = z.object({
   network: z.string().max(253).optional(),
   /** The pod's static addresses (domain/static-addresses), canonical and comma-joined, IPv4 first. */
   staticAddresses: z.string().min(1).max(100).optional(),
+  /** The sticky reservation they are (domain/sticky-addresses): `<namespace>/<statefulset>/<ordinal>`. */
+  stickyKey: z.string().min(1).max(400).optional(),
 });
 export type LeaseStart = z.infer<typeof LeaseStartSchema>;
 
@@ -82,24 +84,30 @@ export const LeaseTermsSchema = LeaseStartSchema.pick({
   mode: true,
   network: true,
   staticAddresses: true,
+  stickyKey: true,
 });
 export type LeaseTerms = z.infer<typeof LeaseTermsSchema>;
 
-const TERM_KEYS = ['nodeName', 'pool', 'mode', 'network', 'staticAddresses'] as const;
+const TERM_KEYS = ['nodeName', 'pool', 'mode', 'network', 'staticAddresses', 'stickyKey'] as const;
 
-/** The terms of a start; `staticAddresses` only when it names some (older starts have none). */
-export const termsOf = ({ nodeName, pool, mode, network, staticAddresses }: LeaseStart): LeaseTerms => ({
-  nodeName,
-  pool,
-  mode,
-  network,
-  ...(staticAddresses ? { staticAddresses } : {}),
-});
+/** The terms of a start; the static addresses and sticky key only when it has them (older starts do not). */
+export const termsOf = (start: LeaseStart): LeaseTerms => {
+  const { nodeName, pool, mode, network, staticAddresses, stickyKey } = start;
+  return {
+    nodeName,
+    pool,
+    mode,
+    network,
+    ...(staticAddresses ? { staticAddresses } : {}),
+    ...(stickyKey ? { stickyKey } : {}),
+  };
+};
 
 /** `network n (ptp, pool p, node x, addresses a)`: terms as a message names them. */
 export const termsText = (terms: LeaseTerms, withNode = true): string => {
   const node = withNode ? `, node ${terms.nodeName}` : '';
-  const fixed = terms.staticAddresses ? `, static addresses ${terms.staticAddresses}` : '';
+  const kept = terms.stickyKey ? ` kept for ${terms.stickyKey}` : '';
+  const fixed = terms.staticAddresses ? `, static addresses ${terms.staticAddresses}${kept}` : '';
   return `network ${terms.network ?? '(none)'} (${terms.mode}, pool ${terms.pool}${node}${fixed})`;
 };
 
@@ -226,5 +234,7 @@ export const FailureType = {
   incarnationGone: 'IncarnationGone',
   /** The pod's static address is another pod's (or cooling, or in another node's block): later. */
   staticAddressHeld: 'StaticAddressHeld',
+  /** A sticky address's previous holder has not let go (its sandbox not known gone): later. */
+  stickyAddressFenced: 'StickyAddressFenced',
 } as const;
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -16,6 +16,7 @@ export const AllocateRequestSchema = z.object({
   incarnation: z.string().max(128).optional(),
   run: z.string().max(200).optional(),
   addresses: z.array(z.string().min(1).max(64)).max(2).optional(),
+  reservation: z.string().min(1).max(400).optional(),
 });
 
 export const ReleaseAddressRequestSchema = z.object({

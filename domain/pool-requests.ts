@@ -14,7 +14,11 @@ export const AcquireBlockRequestSchema = z.object({
   spec: PoolSpecSchema,
   /** A static address's pinned block (domain/static-addresses). */
   block: cidr.optional(),
+  /** The sticky reservation the pinned address is for (domain/sticky-addresses). */
+  reservation: z.string().min(1).max(400).optional(),
 });
+
+export const ReserveRequestSchema = z.object({ key: z.string().min(1).max(400) });
 export const BlockRequestSchema = AcquireBlockRequestSchema.extend({ id: z.string().min(1).max(1000) });
 export const BlockRequestsSchema = z.array(BlockRequestSchema).min(1).max(1000);
 

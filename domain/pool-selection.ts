@@ -39,7 +39,7 @@ export interface SelectionInput {
   /** The pools the control plane serves; empty: not known (the network config's pool is taken). */
   pools: PoolSelectors[];
   /** The pod: its namespace is the namespace object's name. */
-  pod: { namespace: string; name: string; annotations?: Labels };
+  pod: { namespace: string; name: string; annotations?: Labels; statefulSet?: string };
   namespace: LabeledObject;
   node: LabeledObject;
   /** The network config's `pool`, when it names one. */

@@ -18,6 +18,9 @@ function tryPrefix(text: string): Prefix | undefined {
   }
 }
 
+/** How long an ordinal's sticky addresses are kept once no pod holds them, unless the pool says. */
+export const DEFAULT_STICKY_KEEP_SECONDS = 86_400;
+
 export const PoolSpecSchema = z
   .object({
     name: DnsLabelSchema,
@@ -36,6 +39,16 @@ export const PoolSpecSchema = z
     namespaceSelector: LabelSelectorSchema.optional(),
     /** Pods on the nodes whose labels it matches may get addresses here (absent: all; ./pool-selection). */
     nodeSelector: LabelSelectorSchema.optional(),
+    /** StatefulSet pods keep their addresses per ordinal (./sticky-addresses). */
+    sticky: z
+      .object({
+        /** Every StatefulSet of the pool (else only where an annotation opts in). */
+        statefulSets: z.boolean().default(false),
+        /** How long an ordinal's addresses are kept once no pod holds them. */
+        keepSeconds: z.number().int().min(0).max(31_536_000).default(DEFAULT_STICKY_KEEP_SECONDS),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
   .superRefine((pool, ctx) => {

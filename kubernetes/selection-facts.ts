@@ -20,6 +20,9 @@ const ObjectSchema = z.object({
     uid: z.string().optional(),
     labels: StringMap,
     annotations: StringMap,
+    ownerReferences: z
+      .array(z.object({ kind: z.string(), name: z.string(), controller: z.boolean().nullish() }))
+      .nullish(),
   }),
 });
 type KubeObject = z.infer<typeof ObjectSchema>;
@@ -47,9 +50,15 @@ export interface PodFactsSource {
 
 /** The pod, its namespace and its node as selection reads them. */
 export interface PodSelectionFacts {
-  pod: { namespace: string; name: string; annotations: Record<string, string> };
+  pod: { namespace: string; name: string; annotations: Record<string, string>; statefulSet?: string };
   namespace: LabeledObject;
   node: LabeledObject;
+}
+
+/** The StatefulSet whose pod it is (its controller ownerReference), for sticky addresses. */
+function controllingStatefulSet(pod: KubeObject | undefined): { statefulSet?: string } {
+  const owner = pod?.metadata.ownerReferences?.find((o) => o.controller === true && o.kind === 'StatefulSet');
+  return owner ? { statefulSet: owner.name } : {};
 }
 
 /** A watch event handler that keeps the objects it parses (a deletion as such). */
@@ -143,7 +152,12 @@ export class SelectionFacts implements PodFactsSource {
       cachedNode ?? this.read(`node ${nodeName}`, (o) => this.kube.core.readNode({ name: nodeName }, o)),
     ]);
     return {
-      pod: { namespace, name, annotations: read?.metadata.annotations ?? {} },
+      pod: {
+        namespace,
+        name,
+        annotations: read?.metadata.annotations ?? {},
+        ...controllingStatefulSet(read),
+      },
       namespace: ns ? labeled(ns) : { name: namespace, labels: {}, annotations: {} },
       node: node ? labeled(node) : { name: nodeName, labels: {}, annotations: {} },
     };

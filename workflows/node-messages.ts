@@ -46,6 +46,8 @@ export interface AllocateRequest {
   run?: string;
   /** The pod's static addresses (domain/static-addresses): these, not the next free ones. */
   addresses?: string[];
+  /** The sticky reservation they are (domain/sticky-addresses): a refusal is the fence's. */
+  reservation?: string;
 }
 
 export interface ReleaseAddressRequest {

@@ -6,6 +6,7 @@ import type { Family } from '../domain/cidr';
 import type { PoolSpec } from '../domain/config';
 import type { RebuildRequest } from '../domain/node-requests';
 import type { MoveBlocksRequest, PoolConfiguration } from '../domain/pool-requests';
+import type { Reservations } from '../domain/sticky-addresses';
 import type { PoolRebuildReport } from '../domain/table-rebuild';
 import type { OperationFailure } from './node-messages';
 import type { RememberedResults } from './remembered-results';
@@ -20,6 +21,8 @@ export interface PoolState {
   trustCarried?: boolean;
   /** Every pool the control worker serves, as it last configured this one (the agents read it). */
   configuredPools?: string[];
+  /** Sticky StatefulSet addresses: `<namespace>/<statefulset>/<ordinal>` → its reservation. */
+  reservations?: Reservations;
 }
 
 export interface PoolInput {
@@ -40,6 +43,8 @@ export interface AcquireBlockRequest {
   spec: PoolSpec;
   /** A static address's pinned block (domain/static-addresses) instead of the next free one. */
   block?: string;
+  /** The sticky reservation the pinned address is for (domain/sticky-addresses). */
+  reservation?: string;
 }
 
 /**
@@ -77,6 +82,15 @@ export const configureUpdate = defineUpdate<PoolSpec, [PoolConfiguration]>('conf
 /** Verifies the block table against the nodes' tables and the leases (a reset run; a fresh one does it itself). */
 export const rebuildPoolUpdate = defineUpdate<PoolRebuildReport | null, [RebuildRequest]>('rebuild');
 export const poolStateQuery = defineQuery<PoolState>('state');
+
+/** A StatefulSet ordinal's sticky addresses, reserved now if it has none (the node agent's ADD). */
+export interface ReserveRequest {
+  /** `<namespace>/<statefulset>/<ordinal>` (domain/sticky-addresses). */
+  key: string;
+}
+export const reserveAddressesUpdate = defineUpdate<string[], [ReserveRequest]>('reserveAddresses');
+/** The sticky reservations, without the block table (the UI's Queries tab, netleasectl). */
+export const reservationsQuery = defineQuery<Reservations>('reservations');
 
 /** What a pool serves, without its block table: the node agents' pool catalogue reads it. */
 export interface PoolServing {

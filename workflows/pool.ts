@@ -14,6 +14,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  sleep,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -22,6 +23,15 @@ import { poolFamilies } from '../domain/allocation';
 import { blocksOf, freeBlock, overlappingBlock } from '../domain/blocks';
 import { parsePrefix } from '../domain/cidr';
 import { staticAddressProblem } from '../domain/static-addresses';
+import {
+  expiredReservations,
+  fenceMessage,
+  heldWithReservations,
+  keepMsOf,
+  nextExpiry,
+  reservationOf,
+  stickyCandidate,
+} from '../domain/sticky-addresses';
 import { FailureType } from '../domain/lease';
 import { RebuildRequestSchema } from '../domain/node-requests';
 import { refusedPoolChange } from '../domain/pool-change';
@@ -31,6 +41,7 @@ import {
   PoolConfigurationSchema,
   ReturnBlocksRequestSchema,
   AcquireBlockRequestSchema,
+  ReserveRequestSchema,
 } from '../domain/pool-requests';
 import {
   rebuildBlockTable,
@@ -50,6 +61,8 @@ import {
   poolSpecQuery,
   poolStateQuery,
   rebuildPoolUpdate,
+  reservationsQuery,
+  reserveAddressesUpdate,
   returnBlocksUpdate,
   type AcquireBlockRequest,
   type BlockOutcome,
@@ -82,6 +95,7 @@ export async function poolWorkflow(input: PoolInput): Promise<never> {
   return CancellationScope.nonCancellable(async () => {
     pool.details();
     await rebuilt;
+    pool.keepReservations();
     await untilTimeToContinue(input.historyLimit, () => false);
     failpoint('continue-as-new');
     // The memo (the pools the control worker serves) goes with the run, as the agents read it.
@@ -98,6 +112,8 @@ class Pool {
   private readonly state: PoolState;
   private readonly memory: ResultMemory;
   private rebuilding: Promise<PoolRebuildReport | null> | undefined;
+  /** The timer that ends idle sticky reservations, while one is idle. */
+  private expiring: Promise<void> | undefined;
 
   constructor(private readonly input: PoolInput) {
     this.state = input.state ?? { spec: input.spec, blocks: {}, results: [] };
@@ -131,6 +147,14 @@ class Pool {
       ({ forRun }) => CancellationScope.nonCancellable(() => this.rebuild(forRun, 'found unverified')),
       { validator: validated(RebuildRequestSchema, 'rebuild') },
     );
+    setHandler(reserveAddressesUpdate, ({ key }) => this.reserve(key), {
+      validator: validated(ReserveRequestSchema, 'reserveAddresses'),
+      description: 'Sent by the node agent for a sticky StatefulSet pod (not for operators).',
+    });
+    setHandler(reservationsQuery, () => this.state.reservations ?? {}, {
+      description:
+        'Sticky StatefulSet addresses: <namespace>/<statefulset>/<ordinal> → its addresses, and since when no pod holds them. No input.',
+    });
     setHandler(poolStateQuery, () => this.carried(), {
       description: 'The whole pool state: its spec and its block table (large). No input.',
     });
@@ -174,7 +198,9 @@ class Pool {
     // Older histories took each request's spec; the pool's own decides now (`configure`).
     if (!patched('pool-owns-spec')) this.state.spec = request.spec;
     if (request.block) return this.handPinned(request, request.block);
-    const block = freeBlock(this.state.blocks, this.state.spec, request.family);
+    // A block around a sticky reservation is never a node's (domain/sticky-addresses).
+    const held = heldWithReservations(this.state.blocks, this.state.reservations);
+    const block = freeBlock(held, this.state.spec, request.family);
     if (!block) {
       throw ApplicationFailure.nonRetryable(
         `pool ${this.state.spec.name} has no free IPv${request.family} block left`,
@@ -198,17 +224,85 @@ class Pool {
     if (problem) throw ApplicationFailure.nonRetryable(problem, FailureType.invalidConfig);
     const owner = blocks[pinned];
     if (owner?.node === request.node && owner.incarnation === request.incarnation) return pinned;
+    const { reservation: key } = request;
+    const held = (why: string) =>
+      key
+        ? ApplicationFailure.nonRetryable(fenceMessage(key, why), FailureType.stickyAddressFenced)
+        : ApplicationFailure.nonRetryable(why, FailureType.staticAddressHeld);
+    const reservedFor = reservationOf(this.state.reservations, address);
+    if (reservedFor !== undefined && reservedFor !== key)
+      throw held(`${address} is reserved for StatefulSet pod ${reservedFor}`);
     const covering = overlappingBlock(Object.keys(blocks), parsePrefix(pinned));
     const holder = covering === undefined ? undefined : blocks[covering];
     if (covering !== undefined && holder)
-      throw ApplicationFailure.nonRetryable(
+      throw held(
         `${address} is in block ${covering} of node ${holder.node} (incarnation ${holder.incarnation}); ` +
           'it comes to this node once that block is back in the pool',
-        FailureType.staticAddressHeld,
       );
     blocks[pinned] = { node: request.node, incarnation: request.incarnation };
+    const reservation = reservedFor === undefined ? undefined : this.state.reservations?.[reservedFor];
+    if (reservation) delete reservation.idleSince;
     this.details();
     return pinned;
+  }
+
+  /**
+   * A StatefulSet ordinal's sticky addresses: those it has, else new ones (one per family), idle
+   * until a node pins them. Refused (exhausted) when a family has no address left for it.
+   */
+  private reserve(key: string): string[] {
+    const reservations = (this.state.reservations ??= {});
+    const kept = reservations[key];
+    if (kept) return kept.addresses;
+    const { spec, blocks } = this.state;
+    const addresses = poolFamilies(spec).map((family) => {
+      const address = stickyCandidate(blocks, reservations, spec, family);
+      if (address === undefined)
+        throw ApplicationFailure.nonRetryable(
+          `pool ${spec.name} has no IPv${family} address left to reserve for StatefulSet pod ${key}`,
+          FailureType.exhausted,
+        );
+      return address;
+    });
+    reservations[key] = { addresses, idleSince: Date.now() };
+    this.keepReservations();
+    return addresses;
+  }
+
+  /** Reservations whose pinned blocks all came back are idle from now (a pod let go of them). */
+  private markIdle(returned: string[]): void {
+    const reservations = this.state.reservations ?? {};
+    for (const block of returned) {
+      const key = reservationOf(reservations, block.split('/')[0] ?? '');
+      const reservation = key === undefined ? undefined : reservations[key];
+      if (!reservation) continue;
+      const pinned = reservation.addresses.some((a) =>
+        Object.keys(this.state.blocks).some((b) => b.startsWith(`${a}/`)),
+      );
+      if (!pinned) reservation.idleSince = Date.now();
+    }
+    this.keepReservations();
+  }
+
+  /** Ends reservations idle for longer than the pool keeps them (`sticky.keepSeconds`), one timer at a time. */
+  keepReservations(): void {
+    if (this.expiring || nextExpiry(this.state.reservations, keepMsOf(this.state.spec)) === undefined) return;
+    this.expiring = this.expireIdle().finally(() => {
+      this.expiring = undefined;
+    });
+  }
+
+  private async expireIdle(): Promise<void> {
+    for (;;) {
+      const keepMs = keepMsOf(this.state.spec);
+      const next = nextExpiry(this.state.reservations, keepMs);
+      if (next === undefined) return;
+      if (next > Date.now()) await sleep(next - Date.now());
+      for (const key of expiredReservations(this.state.reservations, keepMs, Date.now())) {
+        delete this.state.reservations?.[key];
+        log.info('sticky reservation ended: idle past its keep time', { key, keepMs });
+      }
+    }
   }
 
   /** One hand-out of a batch; a refusal is its answer, so the others get theirs. */
@@ -240,6 +334,7 @@ class Pool {
     const held = blocksOf(this.state.blocks, request.node, request.incarnation);
     const returned = request.blocks ? held.filter((b) => request.blocks?.includes(b)) : held;
     for (const block of returned) delete this.state.blocks[block];
+    if (this.state.reservations) this.markIdle(returned);
     this.details();
     return returned;
   }

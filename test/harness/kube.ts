@@ -61,9 +61,20 @@ export interface ObjectOptions {
   annotations?: Record<string, string>;
   /** Pods only: on the node's network (no CNI call). */
   hostNetwork?: boolean;
+  /** Pods only: the StatefulSet that controls it (no controller runs here to act on it). */
+  statefulSet?: string;
 }
 
 export type Deletion = 'now' | 'graceful';
+
+/** A controller ownerReference to a StatefulSet of that name (its UID made up: nothing reads it). */
+const statefulSetOwner = (name: string) => ({
+  apiVersion: 'apps/v1',
+  kind: 'StatefulSet',
+  name,
+  uid: randomUUID(),
+  controller: true,
+});
 export type ObjectState = 'present' | 'terminating' | 'absent';
 
 async function stateOf(read: () => Promise<{ metadata?: { deletionTimestamp?: unknown } }>) {
@@ -108,6 +119,7 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
             finalizers: options.finalizers,
             labels: options.labels,
             annotations: options.annotations,
+            ...(options.statefulSet ? { ownerReferences: [statefulSetOwner(options.statefulSet)] } : {}),
           },
           spec: {
             nodeName,
@@ -158,6 +170,6 @@ function jsonPatch({ kube }: KubeClients) {
   return kube.setHeaderOptions('Content-Type', kube.PatchStrategy.JsonPatch);
 }
 
-function mergePatch({ kube }: KubeClients) {
+export function mergePatch({ kube }: KubeClients) {
   return kube.setHeaderOptions('Content-Type', kube.PatchStrategy.MergePatch);
 }

@@ -6,7 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../../tools/processes';
 import { kubeconfigPath } from './kube';
+import { netconf } from './netconf';
+import type { Scenario } from './scenario';
 import { makeNetns } from './netns';
+import { podCall, runShim, type PodRef, type ShimOutcome } from './shim';
 import {
   startNodeAgentProcess,
   type AgentCniPaths,
@@ -47,4 +50,39 @@ export async function stopPreProducingAgents(agents: Iterable<PreProducingAgent>
     await process.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A pod's ptp CNI call through the agent, as its node's runtime makes it: the test's network
+ * config on `taskQueue`, naming `pool` (undefined: the config names none, selection decides).
+ */
+export function callThrough(
+  agent: PreProducingAgent,
+  command: 'ADD' | 'DEL',
+  call: { taskQueue: string; nodeName: string; pod: PodRef; netnsPath: string; pool: string | undefined },
+): Promise<ShimOutcome> {
+  const conf = {
+    ...netconf({ taskQueue: call.taskQueue, nodeName: call.nodeName }),
+    pool: call.pool,
+    mode: 'ptp',
+    agentSocket: agent.paths.cniSocket,
+    deleteQueue: agent.paths.deleteQueue,
+  };
+  return runShim({ ...podCall(command, call.pod, conf), netns: call.netnsPath });
+}
+
+/** A Node object and a pre-producing agent (guessing the test's own pool) for each name. */
+export async function nodesWithAgents(
+  scenario: Pick<Scenario, 'temporal' | 'cluster'>,
+  names: readonly string[],
+  label: string,
+): Promise<Map<string, PreProducingAgent>> {
+  const agents = new Map<string, PreProducingAgent>();
+  const { taskQueue } = scenario.temporal;
+  for (const [i, node] of names.entries()) {
+    await scenario.cluster.createNode(node);
+    const preProduce = { network: 'netlease-test', pool: taskQueue };
+    agents.set(node, await startPreProducingAgent(node, taskQueue, `${label}-${i}`, preProduce));
+  }
+  return agents;
 }

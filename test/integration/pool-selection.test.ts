@@ -9,18 +9,17 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { globalAddresses } from '../../kernel/links';
 import { leaseWorkflowId } from '../../domain/ids';
 import { acceptedUpdates } from '../harness/history';
-import { netconf } from '../harness/netconf';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
-import type { AgentCniPaths, NodeAgentProcess } from '../harness/node-agent';
+import type { NodeAgentProcess } from '../harness/node-agent';
 import { offersOnDisk } from '../harness/offers';
 import { expectReplayed } from '../harness/replay';
 import {
+  callThrough,
   startPreProducingAgent,
   stopPreProducingAgents,
   type PreProducingAgent,
 } from '../harness/pre-producing-agents';
 import { Scenario } from '../harness/scenario';
-import { podCall, runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
@@ -61,20 +60,14 @@ afterAll(async () => {
 const updatesOf = (uid: string) => acceptedUpdates(scenario.temporal.client, leaseWorkflowId(uid, 'eth0'));
 
 /** The pod's ADD through its node's agent, with a network config that names no pool. */
-async function add(pod: { name: string; uid: string }, where: Region, netns: TestNetns) {
-  const { paths } = agents.get(where.node) as { paths: AgentCniPaths };
-  const conf = {
-    ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: where.node }),
+const add = (pod: { name: string; uid: string }, where: Region, netns: TestNetns) =>
+  callThrough(agents.get(where.node) as PreProducingAgent, 'ADD', {
+    taskQueue: scenario.temporal.taskQueue,
+    nodeName: where.node,
+    pod: { namespace: scenario.cluster.namespace, ...pod },
+    netnsPath: netns.path,
     pool: undefined,
-    mode: 'ptp',
-    agentSocket: paths.cniSocket,
-    deleteQueue: paths.deleteQueue,
-  };
-  return runShim({
-    ...podCall('ADD', { namespace: scenario.cluster.namespace, ...pod }, conf),
-    netns: netns.path,
   });
-}
 
 test.each(REGIONS)(
   'a namespace annotation naming both pools: a pod on the $region node gets the $region pool, in the kernel and the lease',

@@ -9,17 +9,16 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { globalAddresses } from '../../kernel/links';
 import { leaseWorkflowId, poolWorkflowId } from '../../domain/ids';
 import { poolStateQuery } from '../../workflows/pool-messages';
-import { netconf } from '../harness/netconf';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
-import type { AgentCniPaths, NodeAgentProcess } from '../harness/node-agent';
+import type { NodeAgentProcess } from '../harness/node-agent';
 import { expectReplayed } from '../harness/replay';
 import {
-  startPreProducingAgent,
+  callThrough,
+  nodesWithAgents,
   stopPreProducingAgents,
   type PreProducingAgent,
 } from '../harness/pre-producing-agents';
 import { Scenario } from '../harness/scenario';
-import { podCall, runShim } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
 
@@ -31,18 +30,11 @@ const FAR = '198.18.200.10';
 const answerOf = (v4: string) => [`${v4}/26`, expect.stringMatching(/^fd00:18::[0-9a-f]+\/120$/)];
 
 let scenario: Scenario;
-const agents = new Map<string, PreProducingAgent>();
+let agents = new Map<string, PreProducingAgent>();
 
 beforeAll(async () => {
   scenario = await Scenario.create('static-addresses', { reuseCooldownSeconds: 2 });
-  for (const [i, node] of NODES.entries()) {
-    await scenario.cluster.createNode(node);
-    const preProduce = { network: 'netlease-test', pool: scenario.temporal.taskQueue };
-    agents.set(
-      node,
-      await startPreProducingAgent(node, scenario.temporal.taskQueue, `static-${i}`, preProduce),
-    );
-  }
+  agents = await nodesWithAgents(scenario, NODES, 'static');
 }, 90_000);
 afterAll(async () => {
   await stopPreProducingAgents(agents.values());
@@ -64,19 +56,14 @@ async function createPod(name: string, node: string, addresses?: string): Promis
 }
 
 /** The pod's CNI call through its node's agent (ptp, the scenario's pool). */
-function call(command: 'ADD' | 'DEL', pod: Pod) {
-  const { paths } = agents.get(pod.node) as { paths: AgentCniPaths };
-  const conf = {
-    ...netconf({ taskQueue: scenario.temporal.taskQueue, nodeName: pod.node }),
-    mode: 'ptp',
-    agentSocket: paths.cniSocket,
-    deleteQueue: paths.deleteQueue,
-  };
-  return runShim({
-    ...podCall(command, { namespace: scenario.cluster.namespace, name: pod.name, uid: pod.uid }, conf),
-    netns: pod.netns.path,
+const call = (command: 'ADD' | 'DEL', pod: Pod) =>
+  callThrough(agents.get(pod.node) as PreProducingAgent, command, {
+    taskQueue: scenario.temporal.taskQueue,
+    nodeName: pod.node,
+    pod: { namespace: scenario.cluster.namespace, name: pod.name, uid: pod.uid },
+    netnsPath: pod.netns.path,
+    pool: scenario.temporal.taskQueue,
   });
-}
 
 /** The ADD succeeds: what it told, read back from the kernel's eth0 and from the lease. */
 async function addedAddresses(pod: Pod): Promise<string[]> {

@@ -16,6 +16,8 @@ import {
   configureUpdate,
   moveBlocksUpdate,
   poolStateQuery,
+  reservationsQuery,
+  reserveAddressesUpdate,
   returnBlocksUpdate,
 } from '../../workflows/pool-messages';
 import { nodeReplacedSignal } from '../../workflows/lease-messages';
@@ -165,6 +167,10 @@ test('node and pool updates with malformed input are refused before they are adm
   await refused(poolHandle.executeUpdate(returnBlocksUpdate, { args: [anything({ blocks: 'all' })] }));
   await refused(poolHandle.executeUpdate(moveBlocksUpdate, { args: [anything({ node })] }));
   await refused(poolHandle.executeUpdate(configureUpdate, { args: [anything({ spec: { name: pool() } })] }));
+  // The UI's empty form for the node agent's sticky reservation: refused, nothing reserved.
+  await refused(poolHandle.executeUpdate(reserveAddressesUpdate, { args: [anything({})] }));
+  await refused(poolHandle.executeUpdate(reserveAddressesUpdate, { args: [anything(undefined)] }));
+  expect(await poolHandle.query(reservationsQuery)).toEqual({});
   expect(
     JSON.stringify([await nodeHandle.query(nodeStateQuery), (await poolHandle.query(poolStateQuery)).blocks]),
   ).toBe(before);

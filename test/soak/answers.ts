@@ -17,6 +17,10 @@ const AnswerSchema = z.object({
   containerId: z.string(),
   netns: z.string(),
   addresses: z.array(z.string().min(1)).min(1),
+  /** The static addresses the pod's annotation asked for. */
+  asked: z.array(z.string()).optional(),
+  /** The sticky reservation key of a StatefulSet pod: every pod of it answered the same addresses. */
+  sticky: z.string().optional(),
 });
 const EndSchema = z.object({
   kind: z.literal('end'),
@@ -48,6 +52,8 @@ export class AnswerLog {
 export interface HistoryVerdict {
   answers: number;
   pods: number;
+  /** Answers of sticky StatefulSet pods and of static-address pods, and what broke either promise. */
+  kept: { sticky: number; static: number; broken: string[] };
   /** Addresses answered to two pods whose intervals overlap: each pair once. */
   overlaps: Array<{ address: string; first: Interval; second: Interval }>;
 }
@@ -82,7 +88,32 @@ export function checkAnswerHistory(file: string): HistoryVerdict {
   });
   const overlaps: HistoryVerdict['overlaps'] = [];
   for (const [address, list] of byAddress) overlaps.push(...overlapsOf(address, list));
-  return { answers: answers.length, pods: new Set(answers.map((a) => a.podUid)).size, overlaps };
+  const pods = new Set(answers.map((a) => a.podUid)).size;
+  return { answers: answers.length, pods, overlaps, kept: keptPromises(answers) };
+}
+
+/** Every pod of a sticky ordinal answered the first one's addresses; every static pod its own. */
+function keptPromises(answers: Answer[]): HistoryVerdict['kept'] {
+  const broken: string[] = [];
+  const firstOf = new Map<string, Answer>();
+  const text = (a: Answer) => [...a.addresses].sort().join(',');
+  for (const answer of answers.filter((a) => a.sticky !== undefined)) {
+    const key = answer.sticky ?? '';
+    const first = firstOf.get(key);
+    if (!first) firstOf.set(key, answer);
+    else if (text(first) !== text(answer))
+      broken.push(
+        `${key}: pod ${answer.podUid} answered ${text(answer)}, pod ${first.podUid} of the same ordinal ${text(first)}`,
+      );
+  }
+  const statics = answers.filter((a) => a.asked !== undefined);
+  for (const answer of statics)
+    for (const asked of answer.asked ?? [])
+      if (!answer.addresses.some((a) => a.split('/')[0] === asked))
+        broken.push(
+          `pod ${answer.podName} (${answer.podUid}) asked for ${asked} and was answered ${text(answer)}`,
+        );
+  return { sticky: answers.filter((a) => a.sticky !== undefined).length, static: statics.length, broken };
 }
 
 /** Each pod's ends (DELs answered, removal), in order. */

@@ -27,6 +27,8 @@ export const INVARIANTS = [
   'duplicate-kernel',
   /** The answer history: one address answered to two pods whose use of it overlapped. */
   'duplicate-answer',
+  /** A sticky StatefulSet ordinal answered other addresses than before, or a static address not given. */
+  'kept-address',
   'lost',
   'ptp-interface',
   'leaked',

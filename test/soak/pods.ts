@@ -5,8 +5,16 @@ import type { SoakStack } from './stack';
 
 export const SOAK_NAMESPACE = 'soak';
 const FINALIZER = 'netlease.soak/hold';
+/** The soak's StatefulSets exist only as their pods' owner (no controller runs here). */
+const STATEFULSET_UID = '00000000-0000-4000-8000-000000000001';
 
 export type Deletion = 'now' | 'graceful' | 'finalizer';
+
+/** What a pod carries besides its name: annotations, and the StatefulSet that controls it. */
+export interface PodExtras {
+  annotations?: Record<string, string>;
+  statefulSet?: string;
+}
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -26,10 +34,10 @@ export class Pods {
   }
 
   /** A name still held by its previous pod (Terminating) is tried again, as a StatefulSet waits. */
-  async create(name: string, node: string, finalizer: boolean): Promise<string> {
+  async create(name: string, node: string, finalizer: boolean, extras: PodExtras = {}): Promise<string> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.createOnce(name, node, finalizer);
+        return await this.createOnce(name, node, finalizer, extras);
       } catch (err) {
         if ((err as { code?: unknown }).code !== 409 || attempt >= 30) throw err;
         await pause(1000);
@@ -37,12 +45,33 @@ export class Pods {
     }
   }
 
-  private async createOnce(name: string, node: string, finalizer: boolean): Promise<string> {
+  private async createOnce(
+    name: string,
+    node: string,
+    finalizer: boolean,
+    extras: PodExtras,
+  ): Promise<string> {
+    const owner = extras.statefulSet
+      ? [
+          {
+            apiVersion: 'apps/v1',
+            kind: 'StatefulSet',
+            name: extras.statefulSet,
+            uid: STATEFULSET_UID,
+            controller: true,
+          },
+        ]
+      : undefined;
     const pod = await this.kube('create pod', () =>
       this.core.createNamespacedPod({
         namespace: SOAK_NAMESPACE,
         body: {
-          metadata: { name, finalizers: finalizer ? [FINALIZER] : undefined },
+          metadata: {
+            name,
+            finalizers: finalizer ? [FINALIZER] : undefined,
+            annotations: extras.annotations,
+            ownerReferences: owner,
+          },
           spec: {
             nodeName: node,
             terminationGracePeriodSeconds: 1,

@@ -41,7 +41,8 @@ function violationSummary(v: SoakReport['violations']): string {
 const historyLine = (h: SoakReport['answerHistory']): string =>
   'error' in h
     ? `answer history: UNREADABLE: ${h.error}`
-    : `answer history: ${h.answers} ADD answers to ${h.pods} pods, checked as intervals`;
+    : `answer history: ${h.answers} ADD answers to ${h.pods} pods, checked as intervals; ` +
+      `${h.kept.sticky} to sticky StatefulSet pods and ${h.kept.static} to static-address pods, checked kept`;
 
 export function formatReport(report: SoakReport): string {
   const w = report.workload;

@@ -169,6 +169,13 @@ async function finalConvergence(checker: Checker): Promise<string[]> {
 function judgeAnswers(file: string, checker: Checker): SoakReport['answerHistory'] {
   try {
     const { overlaps, ...read } = checkAnswerHistory(file);
+    for (const broken of read.kept.broken)
+      checker.violation({
+        invariant: 'kept-address',
+        subject: broken.split(':')[0] ?? '',
+        detail: broken,
+        workflows: [],
+      });
     for (const { address, first, second } of overlaps)
       checker.violation({
         invariant: 'duplicate-answer',

@@ -7,11 +7,14 @@
 // its pods (force-deleted, their lifecycles abandoned), or keeping them, when the kubelet of the
 // machine that registers under the name runs each living pod again (a new sandbox, the same pod
 // UID: its ADD must answer the addresses told before). The ledger (`told`) is what each runtime
-// was told, the checker's "nothing lost"; every answer also goes to the answer history.
+// was told, the checker's "nothing lost"; every answer also goes to the answer history. A few pods
+// are a StatefulSet's ordinals that keep their addresses (sticky: each ordinal's pods come and go,
+// the fence between them), a few ask for one of a handful of static addresses (they wait for
+// each other); the answer history checks both promises.
 import { randomBytes } from 'node:crypto';
 import { ip } from '../../kernel/ip';
 import type { AnswerLog } from './answers';
-import { Pods, type Deletion } from './pods';
+import { Pods, type Deletion, type PodExtras } from './pods';
 import type { Random } from './random';
 import { CniRuntime, sameAddresses, type Sandbox } from './runtime';
 import type { SoakNode, SoakStack } from './stack';
@@ -76,6 +79,22 @@ const emptyStats = (): WorkloadStats => ({
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How long a runtime retries a pod's ADD before the soak counts it as never answered. */
 const ADD_DEADLINE_MS = 120_000;
+/** A sticky or static pod may wait for another pod's sandbox to go (the fence; a node's fault). */
+const KEPT_ADD_DEADLINE_MS = 300_000;
+
+/** The sticky StatefulSet (its ordinals 0..STICKY_ORDINALS-1) and the static addresses asked for. */
+const STICKY_SET = 'db';
+const STICKY_ORDINALS = 6;
+/** In the soak pool's last IPv4 block, which no node's blocks reach in a run. */
+const STATIC_ADDRESSES = ['198.18.15.200', '198.18.15.201', '198.18.15.202'];
+
+/** What a new pod is: plain, a sticky ordinal, or one asking for a static address. */
+interface PodShape {
+  name?: string;
+  extras: PodExtras;
+  sticky?: string;
+  asked?: string[];
+}
 
 /** One pod's life as its lane drives it. */
 interface PodRun {
@@ -95,6 +114,7 @@ interface PodRun {
   rerun?: Promise<void>;
   /** When its deletion begins (once Running): a moved node's fault picks a pod that outlives it. */
   aliveUntil?: number;
+  shape: PodShape;
 }
 
 /** A node's machine: `machine` changes with every new machine; `lost` when the pods went with it. */
@@ -189,10 +209,13 @@ export class Workload {
       return undefined;
     }
     const node = this.random.pick(up);
-    const podName = name ?? `pod-${++this.serial}`;
+    const shape: PodShape = name ? { extras: {} } : this.newShape();
+    const podName = name ?? shape.name ?? `pod-${++this.serial}`;
     if (name) this.stats.recreatedNames++;
     const deletion = this.random.pick(['now', 'graceful', 'finalizer'] as const);
-    const uid = await this.pods.create(podName, node.name, deletion === 'finalizer').catch(() => undefined);
+    const uid = await this.pods
+      .create(podName, node.name, deletion === 'finalizer', shape.extras)
+      .catch(() => undefined);
     if (!uid) return undefined; // the name is still Terminating, or the node went: next one
     const run: PodRun = {
       uid,
@@ -202,6 +225,7 @@ export class Workload {
       sandbox: await this.newSandbox(uid, node),
       deleting: false,
       added: false,
+      shape,
     };
     this.runs.set(uid, run);
     try {
@@ -214,7 +238,26 @@ export class Workload {
     }
     if (this.gone(run)) this.stats.abandoned++;
     else this.stats.completed++;
-    return this.random.chance(0.15) ? podName : undefined;
+    return !shape.name && this.random.chance(0.15) ? podName : undefined;
+  }
+
+  /** Mostly plain; 8 % a sticky ordinal (its name: the ordinal's), 4 % asking for a static address. */
+  private newShape(): PodShape {
+    const roll = this.random.int(0, 99);
+    if (roll < 8) {
+      const ordinal = this.random.int(0, STICKY_ORDINALS - 1);
+      const annotations = { 'netlease.io/sticky-addresses': 'true' };
+      return {
+        name: `${STICKY_SET}-${ordinal}`,
+        extras: { annotations, statefulSet: STICKY_SET },
+        sticky: `soak/${STICKY_SET}/${ordinal}`,
+      };
+    }
+    if (roll < 12) {
+      const address = this.random.pick(STATIC_ADDRESSES);
+      return { extras: { annotations: { 'netlease.io/ip-addresses': address } }, asked: [address] };
+    }
+    return { extras: {} };
   }
 
   /** From the sandbox to the deletion: ADD (and maybe a repeat), Running, a while alive. */
@@ -249,7 +292,9 @@ export class Workload {
    * pod's machine going with it, or its deletion beginning before a new sandbox, ends it.
    */
   private async addUntilAnswered(run: PodRun): Promise<string[] | undefined> {
-    const deadline = Date.now() + ADD_DEADLINE_MS;
+    const kept = run.shape.sticky !== undefined || run.shape.asked !== undefined;
+    const deadlineMs = kept ? KEPT_ADD_DEADLINE_MS : ADD_DEADLINE_MS;
+    const deadline = Date.now() + deadlineMs;
     while (Date.now() < deadline) {
       // Its machine went with it; or, run again, its deletion began: the kubelet stops trying.
       if (this.gone(run) || (run.deleting && run.told)) return undefined;
@@ -272,7 +317,7 @@ export class Workload {
       if (!addresses) await pause(this.random.int(300, 1000));
     }
     this.stats.broken.push(
-      `ADD of pod ${run.name} (${run.uid}) on ${run.node.name} unanswered for ${ADD_DEADLINE_MS / 1000} s`,
+      `ADD of pod ${run.name} (${run.uid}) on ${run.node.name} unanswered for ${deadlineMs / 1000} s`,
     );
     return undefined;
   }
@@ -356,6 +401,8 @@ export class Workload {
       containerId: run.sandbox.containerId,
       netns: run.sandbox.netns,
       addresses,
+      ...(run.shape.asked ? { asked: run.shape.asked } : {}),
+      ...(run.shape.sticky ? { sticky: run.shape.sticky } : {}),
     });
   }
 

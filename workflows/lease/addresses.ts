@@ -31,6 +31,7 @@ const retry: ActivityOptions['retry'] = {
     FailureType.conflict,
     FailureType.released,
     FailureType.staticAddressHeld,
+    FailureType.stickyAddressFenced,
   ],
 };
 

@@ -37,6 +37,7 @@ export class Production {
             nodeName: start.nodeName,
             pool: start.pool,
             ...(start.staticAddresses ? { addresses: start.staticAddresses.split(',') } : {}),
+            ...(start.stickyKey ? { reservation: start.stickyKey } : {}),
           },
         ),
       );

@@ -75,9 +75,10 @@ export class Reterm {
   /** The lease's terms become the ADD's, reserved under a key of their own. */
   private async produceOn(terms: LeaseTerms): Promise<void> {
     const { run } = this;
-    // Static addresses are the ADD's too: an ADD without them leaves none of the guess's.
+    // Static addresses (and their sticky key) are the ADD's too: an ADD without them keeps none of the guess's.
     const unfixed = { ...run.start };
     delete unfixed.staticAddresses;
+    delete unfixed.stickyKey;
     run.state.start = { ...unfixed, ...terms };
     upsertSearchAttributes([{ key: NodeName, value: run.start.nodeName }]);
     run.reservation = `${run.runId}~${++this.reterms}`;

@@ -20,6 +20,7 @@ import { overlappingBlock } from '../../domain/blocks';
 import { parsePrefix, type Family } from '../../domain/cidr';
 import type { PoolSpec } from '../../domain/config';
 import { acquireBlockUpdateId } from '../../domain/ids';
+import { fenceMessage } from '../../domain/sticky-addresses';
 import { FailureType } from '../../domain/lease';
 import { toApplicationFailure } from '../failures';
 import type { AllocateRequest, ReleaseAddressRequest } from '../node-messages';
@@ -53,6 +54,27 @@ interface Acquisition {
   done: Promise<void>;
 }
 
+/** A static address's pinned block to ask the pool for, and the sticky reservation it is for. */
+interface Pin {
+  block: string;
+  reservation?: string;
+}
+
+const pinOf = (block: string, request: AllocateRequest): Pin =>
+  request.reservation ? { block, reservation: request.reservation } : { block };
+
+/**
+ * A static address the node cannot give now. A sticky one waits behind the fence: its earlier
+ * pod's sandbox, which lets go only once its node's agent removed it or its node is gone.
+ */
+function heldFailure(request: AllocateRequest, message: string): ApplicationFailure {
+  if (!request.reservation) return ApplicationFailure.nonRetryable(message, FailureType.staticAddressHeld);
+  return ApplicationFailure.nonRetryable(
+    fenceMessage(request.reservation, message),
+    FailureType.stickyAddressFenced,
+  );
+}
+
 export class Allocator {
   private acquisition: Acquisition | undefined;
 
@@ -74,17 +96,14 @@ export class Allocator {
 
   /** allocate: one address per pool family for the owner lease, from this incarnation's blocks. */
   async allocate(request: AllocateRequest): Promise<AddressGrant[]> {
-    if (request.addresses?.length) await this.pins.settled();
     for (;;) {
+      // A pinned block on its way back to the pool is no block to give a static address from.
+      if (request.addresses?.length) await this.pins.settled();
       const outcome = this.allocateNow(request);
       if (outcome.kind === 'granted') return outcome.allocations.map((a) => grantOf(request.pool, a));
-      if (outcome.kind === 'held')
-        throw ApplicationFailure.nonRetryable(outcome.message, FailureType.staticAddressHeld);
-      await this.blockFor(
-        request.pool,
-        outcome.family,
-        outcome.kind === 'needPinned' ? outcome.block : undefined,
-      );
+      if (outcome.kind === 'held') throw heldFailure(request, outcome.message);
+      const pin = outcome.kind === 'needPinned' ? pinOf(outcome.block, request) : undefined;
+      await this.blockFor(request.pool, outcome.family, pin);
     }
   }
 
@@ -155,9 +174,9 @@ export class Allocator {
    * Waits for a block: the one on its way, else a new one. Once history is full no new wait
    * starts, so the handlers finish and the run continues-as-new; the caller sends it again.
    */
-  private blockFor(pool: PoolSpec, family: Family, pinned?: string): Promise<void> {
+  private blockFor(pool: PoolSpec, family: Family, pin?: Pin): Promise<void> {
     const current = this.acquisition;
-    if (current?.pool === pool.name && current.family === family && current.pinned === pinned)
+    if (current?.pool === pool.name && current.family === family && current.pinned === pin?.block)
       return current.done;
     if (current) return current.done.catch(() => undefined); // another family's: then try again
     if (this.run.historyFull()) {
@@ -166,7 +185,7 @@ export class Allocator {
         FailureType.nodeContinuing,
       );
     }
-    return this.startAcquisition(pool, family, pinned);
+    return this.startAcquisition(pool, family, pin);
   }
 
   /** An allocation left its family short: its next block is acquired now, in the background. */
@@ -180,22 +199,17 @@ export class Allocator {
     );
   }
 
-  private startAcquisition(pool: PoolSpec, family: Family, pinned?: string): Promise<void> {
+  private startAcquisition(pool: PoolSpec, family: Family, pin?: Pin): Promise<void> {
     const { incarnation } = this.run.state;
-    const done = this.acquireBlock(pool, family, incarnation, pinned).finally(() => {
+    const done = this.acquireBlock(pool, family, incarnation, pin).finally(() => {
       this.acquisition = undefined;
     });
-    this.acquisition = { pool: pool.name, family, incarnation, done, ...(pinned ? { pinned } : {}) };
+    this.acquisition = { pool: pool.name, family, incarnation, done, ...(pin ? { pinned: pin.block } : {}) };
     return done;
   }
 
   /** One more block of a family from the pool workflow: its next free one, or a pinned one. */
-  private async acquireBlock(
-    pool: PoolSpec,
-    family: Family,
-    incarnation: string,
-    pinned?: string,
-  ): Promise<void> {
+  private async acquireBlock(pool: PoolSpec, family: Family, incarnation: string, pin?: Pin): Promise<void> {
     const seq = ++this.run.state.blockRequests;
     const run = patched(RUN_SCOPED_BLOCK_REQUESTS) ? workflowInfo().runId : undefined;
     const cidr = await acquireBlock({
@@ -204,7 +218,7 @@ export class Allocator {
       incarnation,
       family,
       updateId: acquireBlockUpdateId(this.run.nodeName, incarnation, family, seq, run),
-      ...(pinned ? { block: pinned } : {}),
+      ...pin,
     }).catch((err: unknown) => {
       throw toApplicationFailure(err, FailureType.exhausted);
     });

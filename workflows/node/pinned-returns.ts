@@ -76,6 +76,8 @@ export class PinnedReturns {
   private async send(ready: Unheld[]): Promise<void> {
     const { state, nodeName } = this.run;
     for (const { pool, block } of ready) {
+      // Taken again while the returns before it were on their way (the same pod back on this node).
+      if (!this.unheld().some((u) => u.block.cidr === block.cidr && u.coolsAt === undefined)) continue;
       const seq = ++state.blockRequests;
       await returnBlocks({
         pool,

@@ -1,0 +1,177 @@
+// Sticky StatefulSet addresses on the dev stack (issue 29 item 1, domain/sticky-addresses): two
+// nodes, each with its own node agent process (ptp, real shim, real network namespaces,
+// pre-producing). A StatefulSet's pod opted in (its template's annotation) gets addresses kept
+// for `<namespace>/<statefulset>/<ordinal>`; deleted and created again (a new UID) on the other
+// node it gets them again, read back from the kernel. The fence: the old pod's node cut off (its
+// agent stopped) and the old pod force-deleted, the new pod's ADD is answered 11
+// `sticky-address-fenced`, with an Event, until the old Node is deleted and its incarnation
+// compensated; then it gets the addresses. A pool that opts in all its StatefulSets keeps an
+// ordinal's addresses for `sticky.keepSeconds` once no pod holds them, then lets them go.
+import { globalAddresses } from '../../kernel/links';
+import { poolWorkflowId } from '../../domain/ids';
+import { reservationsQuery } from '../../workflows/pool-messages';
+import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
+import {
+  callThrough,
+  nodesWithAgents,
+  stopPreProducingAgents,
+  type PreProducingAgent,
+} from '../harness/pre-producing-agents';
+import { expectReplayed } from '../harness/replay';
+import { Scenario } from '../harness/scenario';
+import type { ShimOutcome } from '../harness/shim';
+import { uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+
+const NODES = [uniqueName('sticky-a'), uniqueName('sticky-b')] as const;
+const KEPT_POOL = uniqueName('kept');
+const OPTED_IN = { 'netlease.io/sticky-addresses': 'true' };
+
+let scenario: Scenario;
+let agents = new Map<string, PreProducingAgent>();
+
+beforeAll(async () => {
+  scenario = await Scenario.create('sticky-addresses', {
+    reuseCooldownSeconds: 1,
+    morePools: [
+      { name: KEPT_POOL, cidrs: ['10.203.0.0/24'], sticky: { statefulSets: true, keepSeconds: 2 } },
+    ],
+  });
+  agents = await nodesWithAgents(scenario, NODES, 'sticky');
+}, 90_000);
+afterAll(async () => {
+  await stopPreProducingAgents(agents.values());
+  await scenario?.close();
+  await deleteAllNetns();
+});
+
+interface Pod {
+  name: string;
+  uid: string;
+  node: string;
+  netns: TestNetns;
+  pool: string;
+}
+
+async function statefulSetPod(
+  name: string,
+  node: string,
+  options: { annotations?: Record<string, string>; pool?: string } = {},
+): Promise<Pod> {
+  const statefulSet = name.replace(/-\d+$/, '');
+  const annotations = options.annotations ?? OPTED_IN;
+  const uid = await scenario.cluster.createPod(name, node, { annotations, statefulSet });
+  return { name, uid, node, netns: await makeNetns(name), pool: options.pool ?? scenario.temporal.taskQueue };
+}
+
+const call = (command: 'ADD' | 'DEL', pod: Pod): Promise<ShimOutcome> =>
+  callThrough(agents.get(pod.node) as PreProducingAgent, command, {
+    taskQueue: scenario.temporal.taskQueue,
+    nodeName: pod.node,
+    pod: { namespace: scenario.cluster.namespace, name: pod.name, uid: pod.uid },
+    netnsPath: pod.netns.path,
+    pool: pod.pool,
+  });
+
+/** The ADD, retried as the kubelet does while it is answered 11; what it told, read back from the kernel. */
+async function added(pod: Pod, timeoutMs = 30_000): Promise<string[]> {
+  const outcome = await waitForValue(
+    () => call('ADD', pod),
+    (o) => o.exitCode === 0 || o.json?.code !== 11,
+    timeoutMs,
+    300,
+    `the ADD of ${pod.name}`,
+  );
+  expect({ exitCode: outcome.exitCode, msg: outcome.json?.msg }).toEqual({ exitCode: 0, msg: undefined });
+  const told = (outcome.json?.ips as Array<{ address: string }>).map((ip) => ip.address);
+  const eth0 = (await pod.netns.links()).find((l) => l.ifname === 'eth0');
+  expect(eth0 && globalAddresses(eth0)).toEqual(told);
+  return told;
+}
+
+const reservations = (pool = scenario.temporal.taskQueue) =>
+  scenario.temporal.client.workflow.getHandle(poolWorkflowId(pool)).query(reservationsQuery);
+
+const keyOf = (statefulSet: string, ordinal: number) =>
+  `${scenario.cluster.namespace}/${statefulSet}/${ordinal}`;
+const bare = (told: string[]) => told.map((a) => a.split('/')[0]);
+
+/** The pod goes as a StatefulSet scale-down or a rescheduling does: its DEL, then the Pod object. */
+async function gone(pod: Pod): Promise<void> {
+  expect((await call('DEL', pod)).exitCode).toBe(0);
+  await scenario.deletedAndReleased(pod);
+}
+
+test('an ordinal keeps its addresses: pg-0 deleted and created again on the other node gets them again', async () => {
+  const first = await statefulSetPod('pg-0', NODES[0]);
+  const told = await added(first);
+  expect(told).toHaveLength(2); // the dual-stack pool: one kept per family
+  expect((await reservations())[keyOf('pg', 0)]).toEqual({ addresses: bare(told) });
+  expect((await scenario.leaseState(first.uid)).start).toMatchObject({
+    stickyKey: keyOf('pg', 0),
+    staticAddresses: bare(told).join(','),
+  });
+  await gone(first);
+  const again = await statefulSetPod('pg-0', NODES[1]);
+  expect(again.uid).not.toBe(first.uid);
+  expect(await added(again)).toEqual(told);
+  // Another ordinal gets others, beside them (the block holding reservations is no node's).
+  const second = await statefulSetPod('pg-1', NODES[1]);
+  const other = await added(second);
+  expect(bare(other)).not.toEqual(bare(told));
+  expect(other[0]?.split('.').slice(0, 3)).toEqual(told[0]?.split('.').slice(0, 3));
+}, 120_000);
+
+test('a pool that keeps its StatefulSets’ addresses lets an idle ordinal’s go after keepSeconds', async () => {
+  const pod = await statefulSetPod('cache-0', NODES[1], { annotations: {}, pool: KEPT_POOL });
+  const [told] = await added(pod);
+  expect(told?.startsWith('10.203.0.')).toBe(true);
+  expect(Object.keys(await reservations(KEPT_POOL))).toEqual([keyOf('cache', 0)]);
+  await gone(pod);
+  // Cooled (1 s), its pinned block back in the pool, then idle for 2 s: the reservation ends.
+  await waitForValue(
+    () => reservations(KEPT_POOL),
+    (r) => Object.keys(r).length === 0,
+    30_000,
+  );
+}, 90_000);
+
+test('the fence: the old pod force-deleted on a cut-off node, the new one waits until that Node is gone', async () => {
+  const old = await statefulSetPod('pg-2', NODES[0]);
+  const told = await added(old);
+  // The node is cut off: its agent stops (nothing can remove the sandbox now), the pod is force-deleted.
+  await agents.get(NODES[0])?.process.stop();
+  await scenario.cluster.deletePod(old.name, 'now');
+  await scenario.reconcile();
+  const replacement = await statefulSetPod('pg-2', NODES[1]);
+  const refused = await call('ADD', replacement);
+  expect({ exitCode: refused.exitCode, code: refused.json?.code }).toEqual({ exitCode: 1, code: 11 });
+  expect(refused.json?.msg).toMatch(
+    new RegExp(
+      `^sticky-address-fenced: the address kept for StatefulSet pod ${keyOf('pg', 2)} waits for its earlier holder to let go`,
+    ),
+  );
+  expect((await replacement.netns.links()).map((l) => l.ifname)).toEqual(['lo']);
+  const events = await waitForValue(
+    async () =>
+      (
+        await scenario.cluster.clients.core.listNamespacedEvent({
+          namespace: scenario.cluster.namespace,
+          fieldSelector: `involvedObject.uid=${replacement.uid}`,
+        })
+      ).items,
+    (found) => found.length > 0,
+    20_000,
+  );
+  expect(events[0]).toMatchObject({ type: 'Warning', reason: 'StickyAddressFenced' });
+  // Still fenced a while later: a pod gone from the API is not a sandbox gone.
+  expect((await call('ADD', replacement)).json?.code).toBe(11);
+
+  // The Node is deleted: its incarnation is compensated (the old lease released, its blocks back).
+  await scenario.cluster.deleteNode(NODES[0], 'now');
+  expect(await added(replacement, 60_000)).toEqual(told);
+}, 150_000);
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed(scenario.temporal, 8);
+});

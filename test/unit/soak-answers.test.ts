@@ -1,0 +1,68 @@
+// The soak's answer history (test/soak/answers): overlapping answers of one address to two pods,
+// and the kept promises: every pod of a sticky ordinal answered the same addresses, every static
+// pod the address it asked for. Each check is seen to fail on a history that breaks it.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkAnswerHistory } from '../soak/answers';
+
+const dir = mkdtempSync(join(tmpdir(), 'netlease-answers-'));
+let n = 0;
+
+function history(lines: object[]): string {
+  const file = join(dir, `answers-${++n}.jsonl`);
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n'));
+  return file;
+}
+
+const answer = (at: number, podUid: string, addresses: string[], more: object = {}) => ({
+  kind: 'answer',
+  at,
+  podUid,
+  podName: `p-${podUid}`,
+  node: 'n1',
+  containerId: `c-${podUid}`,
+  netns: 'ns',
+  addresses,
+  ...more,
+});
+const end = (at: number, podUid: string) => ({ kind: 'end', at, podUid, why: 'del' });
+
+test('a sticky ordinal whose pods came one after the other with the same addresses keeps its promise', () => {
+  const sticky = { sticky: 'soak/db/0' };
+  const verdict = checkAnswerHistory(
+    history([answer(1, 'a', ['10.0.0.5/26'], sticky), end(2, 'a'), answer(3, 'b', ['10.0.0.5/26'], sticky)]),
+  );
+  expect(verdict).toMatchObject({ overlaps: [], kept: { sticky: 2, static: 0, broken: [] } });
+});
+
+test('an ordinal answered other addresses, or two live pods holding its address, are both found', () => {
+  const sticky = { sticky: 'soak/db/1' };
+  const verdict = checkAnswerHistory(
+    history([
+      answer(1, 'a', ['10.0.0.5/26'], sticky),
+      answer(3, 'b', ['10.0.0.6/26'], sticky),
+      answer(4, 'c', ['10.0.0.5/26'], sticky),
+    ]),
+  );
+  expect(verdict.kept.broken).toEqual([
+    'soak/db/1: pod b answered 10.0.0.6/26, pod a of the same ordinal 10.0.0.5/26',
+  ]);
+  expect(verdict.overlaps.map((o) => [o.address, o.first.podUid, o.second.podUid])).toEqual([
+    ['10.0.0.5/26', 'a', 'c'],
+  ]);
+});
+
+test('a static pod answered another address than it asked for is found', () => {
+  const verdict = checkAnswerHistory(
+    history([
+      answer(1, 'a', ['10.0.0.9/26'], { asked: ['10.0.0.9'] }),
+      answer(2, 'b', ['10.0.0.7/26'], { asked: ['10.0.0.8'] }),
+    ]),
+  );
+  expect(verdict.kept).toEqual({
+    sticky: 0,
+    static: 2,
+    broken: ['pod p-b (b) asked for 10.0.0.8 and was answered 10.0.0.7/26'],
+  });
+});
