@@ -4,12 +4,17 @@ import type { Client } from '@temporalio/client';
 import { knownLeases, type KnownLease } from '../../temporal/visibility';
 import { waitForValue } from './wait';
 
-/** Waits until the open leases on `taskQueue` that visibility lists satisfy `listed`; throws if they never do. */
+/**
+ * Waits until the open leases on `taskQueue` that visibility lists satisfy `listed`; throws if they
+ * never do. 60 s: on the production server a test file beside visibility-lag.production (which
+ * holds the visibility table locked for up to ~15 s on purpose) waits that long for its listing
+ * (terminating.test failed a CI that way at 10 s).
+ */
 export async function untilListed(
   client: Client,
   taskQueue: string,
   listed: (leases: KnownLease[]) => boolean,
-  timeoutMs = 10_000,
+  timeoutMs = 60_000,
 ): Promise<void> {
   await waitForValue(
     () => knownLeases(client, taskQueue),
