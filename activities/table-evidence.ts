@@ -24,6 +24,7 @@ import { poolStateQuery } from '../workflows/pool-messages';
 import { nodeWorkflowId, poolWorkflowId } from '../domain/ids';
 import type { ControlDeps } from './deps';
 import { pauseAfter } from '../kernel/failpoint';
+import { isPinnedBlock } from '../domain/static-addresses';
 
 export interface PodsToJudge {
   nodeName: string;
@@ -177,17 +178,24 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
     async poolTableEvidence({ pool, forRun }: { pool: string; forRun?: string }): Promise<PoolEvidence> {
       const { taskQueue } = config.temporal;
       const held: HeldBlockEvidence[] = [];
+      const spec = config.pools.find((p) => p.name === pool);
+      /** Owners of the addresses of pinned blocks: their leases may be a sticky ordinal's. */
+      const pinnedOwners = new Set<string>();
       for (const node of await knownNodes(client, taskQueue)) {
         const state = await unlessGone(
           () => client.workflow.getHandle(nodeWorkflowId(node.name)).query(nodeStateQuery),
           undefined,
         );
-        for (const block of state?.tables[pool]?.blocks ?? [])
+        const table = state?.tables[pool];
+        for (const block of table?.blocks ?? []) {
           held.push({ cidr: block.cidr, node: node.name, incarnation: block.incarnation });
+          const owner = table?.allocations[block.cidr.split('/')[0] ?? '']?.owner;
+          if (spec && owner && isPinnedBlock(spec, block.cidr)) pinnedOwners.add(owner);
+        }
         beat();
       }
-      const spec = config.pools.find((p) => p.name === pool);
-      if (!spec) return { held, forRun };
+      const reservations = await stickyReservationsOf(client, pinnedOwners);
+      if (!spec) return { held, forRun, reservations };
       const prefixes = spec.cidrs.map((c) => parsePrefix(c));
       const known = new Set(held.map((h) => h.cidr));
       for (const lease of await leaseExecutions(client, taskQueue, { open: true })) {
@@ -199,7 +207,21 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
           known.add(cidr);
         }
       }
-      return { held, forRun };
+      return { held, forRun, reservations };
     },
   };
+}
+
+/**
+ * The sticky reservations the leases holding pinned addresses were made for, from each one's own
+ * start (a pool run that lost its reservations gets back those its pods hold now).
+ */
+async function stickyReservationsOf(client: Client, owners: Set<string>): Promise<Record<string, string[]>> {
+  const reservations: Record<string, string[]> = {};
+  for (const owner of owners) {
+    const state = await unlessGone(() => client.workflow.getHandle(owner).query(leaseStateQuery), undefined);
+    const { stickyKey, staticAddresses } = state?.start ?? {};
+    if (stickyKey && staticAddresses) reservations[stickyKey] = staticAddresses.split(',');
+  }
+  return reservations;
 }

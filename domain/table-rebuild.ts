@@ -193,6 +193,8 @@ export interface HeldBlockEvidence {
 export interface PoolEvidence {
   held: HeldBlockEvidence[];
   forRun?: string;
+  /** Sticky reservations of the leases that hold pinned addresses now (key → their addresses). */
+  reservations?: Record<string, string[]>;
 }
 
 export interface PoolRebuildReport {

@@ -22,7 +22,7 @@ import type { ControlActivities } from '../activities/control';
 import { poolFamilies } from '../domain/allocation';
 import { blocksOf, freeBlock, overlappingBlock } from '../domain/blocks';
 import { parsePrefix } from '../domain/cidr';
-import { staticAddressProblem } from '../domain/static-addresses';
+import { isPinnedBlock, pinnedBlockOf, staticAddressProblem } from '../domain/static-addresses';
 import {
   expiredReservations,
   fenceMessage,
@@ -147,7 +147,7 @@ class Pool {
       ({ forRun }) => CancellationScope.nonCancellable(() => this.rebuild(forRun, 'found unverified')),
       { validator: validated(RebuildRequestSchema, 'rebuild') },
     );
-    setHandler(reserveAddressesUpdate, ({ key }) => this.reserve(key), {
+    setHandler(reserveAddressesUpdate, ({ key }) => this.reserveOnWholeTable(key), {
       validator: validated(ReserveRequestSchema, 'reserveAddresses'),
       description: 'Sent by the node agent for a sticky StatefulSet pod (not for operators).',
     });
@@ -247,6 +247,51 @@ class Pool {
   }
 
   /**
+   * After a rebuild: a reservation an ordinary node block covers (made on a table that lacked that
+   * block: a reset run before its rebuild) ends, or its ordinal's pods would wait for good; the
+   * next pod of the ordinal gets new addresses. Then reservations a run lost (terminated, reset)
+   * that pods hold now come back, as the pods' addresses are kept.
+   */
+  private settleReservations(found: Record<string, string[]> | undefined): void {
+    const { spec, blocks } = this.state;
+    const ordinary = Object.keys(blocks).filter((b) => !isPinnedBlock(spec, b));
+    for (const [key, reservation] of Object.entries(this.state.reservations ?? {})) {
+      const covered = reservation.addresses.find(
+        (a) => overlappingBlock(ordinary, parsePrefix(pinnedBlockOf(a))) !== undefined,
+      );
+      if (covered === undefined) continue;
+      delete this.state.reservations?.[key];
+      log.warn('sticky reservation ended: a node block covers it', { key, address: covered });
+    }
+    this.restoreReservations(found);
+  }
+
+  /** Reservations a run lost (terminated, reset) that pods hold now: kept, as the pods' addresses are. */
+  private restoreReservations(found: Record<string, string[]> | undefined): void {
+    for (const [key, addresses] of Object.entries(found ?? {})) {
+      const reservations = (this.state.reservations ??= {});
+      if (reservations[key]) continue;
+      reservations[key] = { addresses };
+      log.info('sticky reservation restored from the lease that holds it', { key, addresses });
+    }
+  }
+
+  /**
+   * As a hand-out, a reservation is never judged on a table being rebuilt (the soak: a pool started
+   * again reserved addresses in a block a node held, and that ordinal's pods waited behind the
+   * fence for good): refused as "rebuilding", and the ADD is tried again. Decided on the state alone
+   * when the update arrives (whether the run is verified is not: a replay may see another run id).
+   */
+  private reserveOnWholeTable(key: string): string[] {
+    if (this.rebuilding)
+      throw ApplicationFailure.retryable(
+        `pool ${this.state.spec.name} is rebuilding its blocks; the reservation is asked for again after`,
+        FailureType.tableRebuilding,
+      );
+    return this.reserve(key);
+  }
+
+  /**
    * A StatefulSet ordinal's sticky addresses: those it has, else new ones (one per family), idle
    * until a node pins them. Refused (exhausted) when a family has no address left for it.
    */
@@ -287,7 +332,8 @@ class Pool {
   /** Ends reservations idle for longer than the pool keeps them (`sticky.keepSeconds`), one timer at a time. */
   keepReservations(): void {
     if (this.expiring || nextExpiry(this.state.reservations, keepMsOf(this.state.spec)) === undefined) return;
-    this.expiring = this.expireIdle().finally(() => {
+    // Not cancellable, as the pool is not (the soak: the UI's Cancel failed a task on this timer).
+    this.expiring = CancellationScope.nonCancellable(() => this.expireIdle()).finally(() => {
       this.expiring = undefined;
     });
   }
@@ -376,6 +422,7 @@ class Pool {
     // Recorded before the answer named its run, it was the list alone (histories of v1-issue25).
     const evidence: PoolEvidence = Array.isArray(answer) ? { held: answer as HeldBlockEvidence[] } : answer;
     const report = rebuildBlockTable(this.state.blocks, evidence.held);
+    this.settleReservations(evidence.reservations);
     // A hand-out remembered for another node of a block a node's table holds: asked again, it gets another.
     const given = new Set(report.reassigned.map((r) => r.block));
     this.memory.forgetWhere((_, result) => typeof result === 'string' && given.has(result));

@@ -6,10 +6,11 @@
 // agent stopped) and the old pod force-deleted, the new pod's ADD is answered 11
 // `sticky-address-fenced`, with an Event, until the old Node is deleted and its incarnation
 // compensated; then it gets the addresses. A pool that opts in all its StatefulSets keeps an
-// ordinal's addresses for `sticky.keepSeconds` once no pod holds them, then lets them go.
+// ordinal's addresses for `sticky.keepSeconds` once no pod holds them, then lets them go. A pool
+// workflow reset gets back, with its rebuilt blocks, the reservations its pods hold (their leases').
 import { globalAddresses } from '../../kernel/links';
-import { poolWorkflowId } from '../../domain/ids';
-import { reservationsQuery } from '../../workflows/pool-messages';
+import { nodeWorkflowId, poolWorkflowId } from '../../domain/ids';
+import { rebuildPoolUpdate, reservationsQuery } from '../../workflows/pool-messages';
 import { deleteAllNetns, makeNetns, type TestNetns } from '../harness/netns';
 import {
   callThrough,
@@ -18,6 +19,7 @@ import {
   type PreProducingAgent,
 } from '../harness/pre-producing-agents';
 import { expectReplayed } from '../harness/replay';
+import { failedTasks, resetToStart } from '../harness/operator-actions';
 import { Scenario } from '../harness/scenario';
 import type { ShimOutcome } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
@@ -102,6 +104,9 @@ async function gone(pod: Pod): Promise<void> {
   await scenario.deletedAndReleased(pod);
 }
 
+/** pg-0 as the first test leaves it: running on the second node with its ordinal's addresses. */
+let living: { pod: Pod; told: string[] } | undefined;
+
 test('an ordinal keeps its addresses: pg-0 deleted and created again on the other node gets them again', async () => {
   const first = await statefulSetPod('pg-0', NODES[0]);
   const told = await added(first);
@@ -115,6 +120,7 @@ test('an ordinal keeps its addresses: pg-0 deleted and created again on the othe
   const again = await statefulSetPod('pg-0', NODES[1]);
   expect(again.uid).not.toBe(first.uid);
   expect(await added(again)).toEqual(told);
+  living = { pod: again, told };
   // Another ordinal gets others, beside them (the block holding reservations is no node's).
   const second = await statefulSetPod('pg-1', NODES[1]);
   const other = await added(second);
@@ -122,18 +128,46 @@ test('an ordinal keeps its addresses: pg-0 deleted and created again on the othe
   expect(other[0]?.split('.').slice(0, 3)).toEqual(told[0]?.split('.').slice(0, 3));
 }, 120_000);
 
+test('a pool workflow reset: once rebuilt, the reservations its pods hold are back, and their ADDs answer as before', async () => {
+  if (!living) throw new Error('the first test left no pg-0');
+  const pool = scenario.temporal.client.workflow.getHandle(poolWorkflowId(scenario.temporal.taskQueue));
+  await resetToStart(scenario.temporal.client, pool.workflowId, 'afterRebuild');
+  // The control worker has a reset pool rebuild its blocks (it finds it unverified at a hand-out).
+  const { runId } = await pool.describe();
+  await pool.executeUpdate(rebuildPoolUpdate, { args: [{ forRun: runId }] });
+  expect((await reservations())[keyOf('pg', 0)]).toEqual({ addresses: bare(living.told) });
+  // The runtime repeats pg-0's ADD: the reservation asked for again is the one its lease holds.
+  expect(await added(living.pod)).toEqual(living.told);
+}, 90_000);
+
 test('a pool that keeps its StatefulSets’ addresses lets an idle ordinal’s go after keepSeconds', async () => {
   const pod = await statefulSetPod('cache-0', NODES[1], { annotations: {}, pool: KEPT_POOL });
   const [told] = await added(pod);
   expect(told?.startsWith('10.203.0.')).toBe(true);
   expect(Object.keys(await reservations(KEPT_POOL))).toEqual([keyOf('cache', 0)]);
   await gone(pod);
-  // Cooled (1 s), its pinned block back in the pool, then idle for 2 s: the reservation ends.
+  // The UI's Cancel on the node and the pool while their timers run (the pinned block's cooldown,
+  // the reservation's keep time): ignored, and no workflow task fails (the soak found the pool's did).
+  const node = scenario.temporal.client.workflow.getHandle(nodeWorkflowId(NODES[1]));
+  const kept = scenario.temporal.client.workflow.getHandle(poolWorkflowId(KEPT_POOL));
+  await node.cancel();
+  // Cooled (1 s), its pinned block back in the pool: idle from then.
+  await waitForValue(
+    () => reservations(KEPT_POOL),
+    (r) => r[keyOf('cache', 0)]?.idleSince !== undefined,
+    30_000,
+  );
+  await kept.cancel();
+  // Idle for 2 s: the reservation ends.
   await waitForValue(
     () => reservations(KEPT_POOL),
     (r) => Object.keys(r).length === 0,
     30_000,
   );
+  for (const handle of [node, kept]) {
+    expect(await failedTasks(scenario.temporal.client, handle.workflowId)).toEqual([]);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+  }
 }, 90_000);
 
 test('the fence: the old pod force-deleted on a cut-off node, the new one waits until that Node is gone', async () => {

@@ -1,7 +1,7 @@
 // A static address's pinned block (domain/static-addresses) goes back to the pool once the address
 // is released and has cooled down, so that the address can follow its pod to another node. Only
 // pinned blocks: a node keeps its pool blocks until its incarnation is gone (compensation).
-import { sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, sleep, workflowInfo } from '@temporalio/workflow';
 import { isPinnedBlock } from '../../domain/static-addresses';
 import { expireCooldowns, type AllocationTable, type Block } from '../../domain/allocation';
 import { contains, parseAddress, parsePrefix } from '../../domain/cidr';
@@ -35,7 +35,8 @@ export class PinnedReturns {
   /** After a release, and when a run starts: pinned blocks no lease holds go back once cooled. */
   schedule(): void {
     if (this.returning || this.unheld().length === 0) return;
-    this.returning = this.returnWhenCooled().finally(() => {
+    // Not cancellable, as the node is not (a Cancel from the UI is ignored with a note).
+    this.returning = CancellationScope.nonCancellable(() => this.returnWhenCooled()).finally(() => {
       this.returning = undefined;
     });
   }
