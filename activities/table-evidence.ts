@@ -20,7 +20,8 @@ import { nodeStateQuery } from '../workflows/node-messages';
 import { unlessGone } from '../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
 import type { ClusterReader } from '../kubernetes/cluster-reader';
-import { poolStateQuery } from '../workflows/pool-messages';
+import { poolStateQuery, reservationsQuery } from '../workflows/pool-messages';
+import type { Reservations } from '../domain/sticky-addresses';
 import { nodeWorkflowId, poolWorkflowId } from '../domain/ids';
 import type { ControlDeps } from './deps';
 import { pauseAfter } from '../kernel/failpoint';
@@ -194,7 +195,10 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
         }
         beat();
       }
-      const reservations = await stickyReservationsOf(client, pinnedOwners);
+      const reservations = {
+        ...(await lastClosedRunReservations(client, pool, forRun)),
+        ...(await stickyReservationsOf(client, pinnedOwners)),
+      };
       if (!spec) return { held, forRun, reservations };
       const prefixes = spec.cidrs.map((c) => parsePrefix(c));
       const known = new Set(held.map((h) => h.cidr));
@@ -210,6 +214,29 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
       return { held, forRun, reservations };
     },
   };
+}
+
+/**
+ * The sticky reservations of the pool's latest closed run other than `forRun` (a terminated run, or
+ * the one a reset started from), as it held them when it closed: a query of a closed run replays it.
+ * None when there is no such run, or its code has no `reservations` query.
+ */
+async function lastClosedRunReservations(
+  client: Client,
+  pool: string,
+  forRun: string | undefined,
+): Promise<Record<string, string[]>> {
+  const runs: Array<{ runId: string; closeTime: number }> = [];
+  const query = `WorkflowId = ${queryString(poolWorkflowId(pool))} AND ExecutionStatus != 'Running'`;
+  for await (const e of client.workflow.list({ query }))
+    if (e.runId !== forRun) runs.push({ runId: e.runId, closeTime: e.closeTime?.getTime() ?? 0 });
+  const last = runs.sort((a, b) => b.closeTime - a.closeTime)[0];
+  if (!last) return {};
+  const held = await client.workflow
+    .getHandle(poolWorkflowId(pool), last.runId)
+    .query(reservationsQuery)
+    .catch(() => ({}) as Reservations);
+  return Object.fromEntries(Object.entries(held).map(([key, r]) => [key, r.addresses]));
 }
 
 /**

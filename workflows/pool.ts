@@ -8,13 +8,13 @@
 import {
   ApplicationFailure,
   CancellationScope,
+  condition,
   continueAsNew,
   log,
   patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  sleep,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -90,12 +90,13 @@ export async function poolWorkflow(input: PoolInput): Promise<never> {
   const pool = new Pool(input);
   // Begun before the handlers are set: a hand-out that came with the start must find it running.
   const rebuilt = CancellationScope.nonCancellable(() => pool.beginIfFresh());
+  // Not cancellable, as the pool is not (the soak: the UI's Cancel failed a task on its timer).
+  void CancellationScope.nonCancellable(() => pool.expireIdleReservations());
   pool.registerHandlers();
   CancellationScope.current().cancelRequested.catch(() => noteIgnored(CANCELLATION_IGNORED));
   return CancellationScope.nonCancellable(async () => {
     pool.details();
     await rebuilt;
-    pool.keepReservations();
     await untilTimeToContinue(input.historyLimit, () => false);
     failpoint('continue-as-new');
     // The memo (the pools the control worker serves) goes with the run, as the agents read it.
@@ -112,8 +113,6 @@ class Pool {
   private readonly state: PoolState;
   private readonly memory: ResultMemory;
   private rebuilding: Promise<PoolRebuildReport | null> | undefined;
-  /** The timer that ends idle sticky reservations, while one is idle. */
-  private expiring: Promise<void> | undefined;
 
   constructor(private readonly input: PoolInput) {
     this.state = input.state ?? { spec: input.spec, blocks: {}, results: [] };
@@ -253,6 +252,7 @@ class Pool {
    * that pods hold now come back, as the pods' addresses are kept.
    */
   private settleReservations(found: Record<string, string[]> | undefined): void {
+    this.restoreReservations(found);
     const { spec, blocks } = this.state;
     const ordinary = Object.keys(blocks).filter((b) => !isPinnedBlock(spec, b));
     for (const [key, reservation] of Object.entries(this.state.reservations ?? {})) {
@@ -263,16 +263,19 @@ class Pool {
       delete this.state.reservations?.[key];
       log.warn('sticky reservation ended: a node block covers it', { key, address: covered });
     }
-    this.restoreReservations(found);
   }
 
-  /** Reservations a run lost (terminated, reset) that pods hold now: kept, as the pods' addresses are. */
+  /**
+   * Reservations a run lost (terminated, reset): those of the run before it, and those its pods
+   * hold now (the evidence). Restored idle from now; a pod that holds one pins it again.
+   */
   private restoreReservations(found: Record<string, string[]> | undefined): void {
     for (const [key, addresses] of Object.entries(found ?? {})) {
       const reservations = (this.state.reservations ??= {});
       if (reservations[key]) continue;
-      reservations[key] = { addresses };
-      log.info('sticky reservation restored from the lease that holds it', { key, addresses });
+      const pinned = addresses.some((a) => this.state.blocks[pinnedBlockOf(a)] !== undefined);
+      reservations[key] = pinned ? { addresses } : { addresses, idleSince: Date.now() };
+      log.info('sticky reservation restored', { key, addresses });
     }
   }
 
@@ -310,7 +313,6 @@ class Pool {
       return address;
     });
     reservations[key] = { addresses, idleSince: Date.now() };
-    this.keepReservations();
     return addresses;
   }
 
@@ -326,24 +328,22 @@ class Pool {
       );
       if (!pinned) reservation.idleSince = Date.now();
     }
-    this.keepReservations();
   }
 
-  /** Ends reservations idle for longer than the pool keeps them (`sticky.keepSeconds`), one timer at a time. */
-  keepReservations(): void {
-    if (this.expiring || nextExpiry(this.state.reservations, keepMsOf(this.state.spec)) === undefined) return;
-    // Not cancellable, as the pool is not (the soak: the UI's Cancel failed a task on this timer).
-    this.expiring = CancellationScope.nonCancellable(() => this.expireIdle()).finally(() => {
-      this.expiring = undefined;
-    });
-  }
-
-  private async expireIdle(): Promise<void> {
+  /**
+   * Ends reservations idle for longer than the pool keeps them (`sticky.keepSeconds`), for the
+   * run's life. Woken by conditions, which the SDK asks only once an activation's jobs have run,
+   * so its timers come after their commands live and on replay alike; a run with no idle
+   * reservation issues none.
+   */
+  async expireIdleReservations(): Promise<never> {
+    const next = () => nextExpiry(this.state.reservations, keepMsOf(this.state.spec));
     for (;;) {
+      await condition(() => next() !== undefined);
+      const at = next() ?? 0;
+      // An earlier expiry (a shorter keep, an older idle reservation) wakes it before its timer.
+      if (at > Date.now()) await condition(() => (next() ?? Infinity) < at, at - Date.now());
       const keepMs = keepMsOf(this.state.spec);
-      const next = nextExpiry(this.state.reservations, keepMs);
-      if (next === undefined) return;
-      if (next > Date.now()) await sleep(next - Date.now());
       for (const key of expiredReservations(this.state.reservations, keepMs, Date.now())) {
         delete this.state.reservations?.[key];
         log.info('sticky reservation ended: idle past its keep time', { key, keepMs });

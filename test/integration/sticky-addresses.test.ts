@@ -36,7 +36,7 @@ beforeAll(async () => {
   scenario = await Scenario.create('sticky-addresses', {
     reuseCooldownSeconds: 1,
     morePools: [
-      { name: KEPT_POOL, cidrs: ['10.203.0.0/24'], sticky: { statefulSets: true, keepSeconds: 2 } },
+      { name: KEPT_POOL, cidrs: ['10.203.0.0/24'], sticky: { statefulSets: true, keepSeconds: 8 } },
     ],
   });
   agents = await nodesWithAgents(scenario, NODES, 'sticky');
@@ -104,8 +104,9 @@ async function gone(pod: Pod): Promise<void> {
   await scenario.deletedAndReleased(pod);
 }
 
-/** pg-0 as the first test leaves it: running on the second node with its ordinal's addresses. */
+/** pg-0 and pg-1 as the first test leaves them: running on the second node with their ordinals' addresses. */
 let living: { pod: Pod; told: string[] } | undefined;
+let living1: { pod: Pod; told: string[] } | undefined;
 
 test('an ordinal keeps its addresses: pg-0 deleted and created again on the other node gets them again', async () => {
   const first = await statefulSetPod('pg-0', NODES[0]);
@@ -126,11 +127,19 @@ test('an ordinal keeps its addresses: pg-0 deleted and created again on the othe
   const other = await added(second);
   expect(bare(other)).not.toEqual(bare(told));
   expect(other[0]?.split('.').slice(0, 3)).toEqual(told[0]?.split('.').slice(0, 3));
+  living1 = { pod: second, told: other };
 }, 120_000);
 
-test('a pool workflow reset: once rebuilt, the reservations its pods hold are back, and their ADDs answer as before', async () => {
-  if (!living) throw new Error('the first test left no pg-0');
+test('a pool workflow reset: once rebuilt, its reservations are back, held or idle, and their ADDs answer as before', async () => {
+  if (!living || !living1) throw new Error('the first test left no pg-0 and pg-1');
   const pool = scenario.temporal.client.workflow.getHandle(poolWorkflowId(scenario.temporal.taskQueue));
+  // pg-1 scaled away first: its reservation is idle (no pod holds it) when the pool is reset.
+  await gone(living1.pod);
+  await waitForValue(
+    () => reservations(),
+    (r) => r[keyOf('pg', 1)]?.idleSince !== undefined,
+    30_000,
+  );
   await resetToStart(scenario.temporal.client, pool.workflowId, 'afterRebuild');
   // The control worker has a reset pool rebuild its blocks (it finds it unverified at a hand-out).
   const { runId } = await pool.describe();
@@ -138,6 +147,9 @@ test('a pool workflow reset: once rebuilt, the reservations its pods hold are ba
   expect((await reservations())[keyOf('pg', 0)]).toEqual({ addresses: bare(living.told) });
   // The runtime repeats pg-0's ADD: the reservation asked for again is the one its lease holds.
   expect(await added(living.pod)).toEqual(living.told);
+  // The idle one came back from the run before the reset: pg-1, scaled up again, gets its addresses.
+  expect((await reservations())[keyOf('pg', 1)]?.addresses).toEqual(bare(living1.told));
+  expect(await added(await statefulSetPod('pg-1', NODES[0]))).toEqual(living1.told);
 }, 90_000);
 
 test('a pool that keeps its StatefulSets’ addresses lets an idle ordinal’s go after keepSeconds', async () => {
@@ -158,7 +170,7 @@ test('a pool that keeps its StatefulSets’ addresses lets an idle ordinal’s g
     30_000,
   );
   await kept.cancel();
-  // Idle for 2 s: the reservation ends.
+  // Idle for 8 s (longer than a pod's deletion takes here, so the test sees it idle): it ends.
   await waitForValue(
     () => reservations(KEPT_POOL),
     (r) => Object.keys(r).length === 0,

@@ -67,8 +67,12 @@ export interface Interval {
   to: number;
 }
 
-/** Reads the ledger and checks it; throws when it cannot be read or holds no answer. */
-export function checkAnswerHistory(file: string): HistoryVerdict {
+/**
+ * Reads the ledger and checks it; throws when it cannot be read or holds no answer. `poolResets`:
+ * when (epoch ms) an operator reset the pool workflow, across which a sticky ordinal's idle
+ * reservation may be made again with other addresses (docs/configuration.md).
+ */
+export function checkAnswerHistory(file: string, poolResets: number[] = []): HistoryVerdict {
   const events = readFileSync(file, 'utf8')
     .split('\n')
     .filter((line) => line.trim() !== '')
@@ -89,19 +93,23 @@ export function checkAnswerHistory(file: string): HistoryVerdict {
   const overlaps: HistoryVerdict['overlaps'] = [];
   for (const [address, list] of byAddress) overlaps.push(...overlapsOf(address, list));
   const pods = new Set(answers.map((a) => a.podUid)).size;
-  return { answers: answers.length, pods, overlaps, kept: keptPromises(answers) };
+  return { answers: answers.length, pods, overlaps, kept: keptPromises(answers, poolResets) };
 }
 
-/** Every pod of a sticky ordinal answered the first one's addresses; every static pod its own. */
-function keptPromises(answers: Answer[]): HistoryVerdict['kept'] {
+/**
+ * Every pod of a sticky ordinal answered the addresses of the one before it (unless the pool was
+ * reset in between); every static pod its own.
+ */
+function keptPromises(answers: Answer[], poolResets: number[]): HistoryVerdict['kept'] {
   const broken: string[] = [];
-  const firstOf = new Map<string, Answer>();
+  const lastOf = new Map<string, Answer>();
   const text = (a: Answer) => [...a.addresses].sort().join(',');
   for (const answer of answers.filter((a) => a.sticky !== undefined)) {
     const key = answer.sticky ?? '';
-    const first = firstOf.get(key);
-    if (!first) firstOf.set(key, answer);
-    else if (text(first) !== text(answer))
+    const first = lastOf.get(key);
+    lastOf.set(key, answer);
+    const reset = first && poolResets.some((at) => at > first.at && at < answer.at);
+    if (first && !reset && text(first) !== text(answer))
       broken.push(
         `${key}: pod ${answer.podUid} answered ${text(answer)}, pod ${first.podUid} of the same ordinal ${text(first)}`,
       );

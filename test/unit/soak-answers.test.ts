@@ -47,9 +47,24 @@ test('an ordinal answered other addresses, or two live pods holding its address,
   );
   expect(verdict.kept.broken).toEqual([
     'soak/db/1: pod b answered 10.0.0.6/26, pod a of the same ordinal 10.0.0.5/26',
+    'soak/db/1: pod c answered 10.0.0.5/26, pod b of the same ordinal 10.0.0.6/26',
   ]);
   expect(verdict.overlaps.map((o) => [o.address, o.first.podUid, o.second.podUid])).toEqual([
     ['10.0.0.5/26', 'a', 'c'],
+  ]);
+});
+
+test('across an operator’s reset of the pool an ordinal may get other addresses, and only then', () => {
+  const sticky = { sticky: 'soak/db/2' };
+  const file = history([
+    answer(1, 'a', ['10.0.0.5/26'], sticky),
+    end(2, 'a'),
+    answer(4, 'b', ['10.0.0.7/26'], sticky),
+    end(5, 'b'),
+    answer(6, 'c', ['10.0.0.8/26'], sticky),
+  ]);
+  expect(checkAnswerHistory(file, [3]).kept.broken).toEqual([
+    'soak/db/2: pod c answered 10.0.0.8/26, pod b of the same ordinal 10.0.0.7/26',
   ]);
 });
 
