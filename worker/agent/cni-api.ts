@@ -37,7 +37,19 @@ const DRAIN_EVERY_MS = 5000;
 export interface HeldOffers {
   offers?: CniContext['offers'];
   facts?: CniContext['facts'];
+  /**
+   * The agent reads the pods' facts (a kubernetes section) but has not opened its watches yet (it
+   * is starting): an ADD then is answered 11, never decided without the pod's annotations (the
+   * soak: a static pod got the next free address from an agent just restarted).
+   */
+  factsComing?: boolean;
 }
+
+/** What an ADD reads for pod facts while the agent starts: every read says so (error 11 at the ADD). */
+const FACTS_NOT_YET: NonNullable<CniContext['facts']> = {
+  forPod: () =>
+    Promise.reject(new Error('the node agent is starting: its watches of the pods are not open yet')),
+};
 
 export interface CniApiOptions {
   socket: string;
@@ -182,7 +194,7 @@ export async function serveCniApi({
       return held.offers;
     },
     get facts() {
-      return held.facts;
+      return held.factsComing ? FACTS_NOT_YET : held.facts;
     },
   };
   const server = createServer((request, response) => {

@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     : undefined;
   const events = kube ? podEventsFor(kube, nodeName, nodeLog) : undefined;
   // The socket serves at once, Temporal or not: ADDs get 11 naming it, DELs are queued, STATUS is 50.
-  const held: HeldOffers = {};
+  const held: HeldOffers = kube ? { factsComing: true } : {};
   const cni = await serveCniApi({
     socket: config.cniSocket,
     deleteQueue: config.deleteQueue,
@@ -113,6 +113,7 @@ async function serve(
       poolObjects: config.kubernetes?.poolObjects ?? false,
     });
   held.facts = facts;
+  held.factsComing = false;
   const preProducer =
     kube && facts && preProduceFor(config, agent.nodeName, log, { client, offers, kube, facts });
   await running;
