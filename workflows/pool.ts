@@ -127,10 +127,16 @@ class Pool {
       validator: validated(BlockRequestsSchema, 'acquireBlocks'),
     });
     setHandler(returnBlocksUpdate, (request) => this.memory.once(() => this.takeBack(request)), {
-      validator: validated(ReturnBlocksRequestSchema, 'returnBlocks'),
+      validator: (request) => {
+        validated(ReturnBlocksRequestSchema, 'returnBlocks')(request);
+        this.refuseBlockChangeWhileRebuilding('returned');
+      },
     });
     setHandler(moveBlocksUpdate, (request) => this.memory.once(() => this.move(request)), {
-      validator: validated(MoveBlocksRequestSchema, 'moveBlocks'),
+      validator: (request) => {
+        validated(MoveBlocksRequestSchema, 'moveBlocks')(request);
+        this.refuseBlockChangeWhileRebuilding('moved');
+      },
     });
     setHandler(configureUpdate, ({ spec, configuredPools }) => this.configure(spec, configuredPools), {
       validator: (configuration) => {
@@ -173,6 +179,20 @@ class Pool {
     if (this.rebuilding && JSON.stringify(spec) !== JSON.stringify(this.state.spec))
       throw ApplicationFailure.nonRetryable(
         `pool ${spec.name} is rebuilding its blocks; the change is judged once it is done`,
+        FailureType.tableRebuilding,
+      );
+  }
+
+  /**
+   * A block given back or moved while the table is rebuilt would be judged on half a table: not
+   * found, answered "none returned", and the node drops it while the rebuild has already read it in
+   * the node's table (the soak: a pinned block kept for a node that no longer had it, its sticky
+   * pod fenced for good). Refused as retryable "rebuilding": the node's activity asks again.
+   */
+  private refuseBlockChangeWhileRebuilding(what: string): void {
+    if (this.rebuilding)
+      throw ApplicationFailure.retryable(
+        `pool ${this.state.spec.name} is rebuilding its blocks; blocks are ${what} once it is done`,
         FailureType.tableRebuilding,
       );
   }

@@ -11,16 +11,42 @@ import { prebuiltBundle } from '../../worker/control/bundle';
 import { failpointSinks } from '../../worker/control/failpoint-sinks';
 import { quietRuntime, type TestTemporal } from './temporal';
 
+/** Longer than any file's replay alone (under a second); jest's own limit is 120 s. */
+const REPLAY_STUCK_MS = 100_000;
+
 export async function replayTaskQueue(
   client: Client,
   taskQueue: string,
 ): Promise<{ replayed: number; errors: string[] }> {
-  const histories = [];
-  for await (const execution of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) {
-    const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
-    histories.push({ workflowId: execution.workflowId, history });
+  // Where it got to, for the error if it sticks (a CI once timed out here without saying where).
+  const progress = { listed: 0, fetched: 0, at: '' };
+  const replay = async () => {
+    const histories = [];
+    for await (const execution of client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) {
+      progress.listed++;
+      progress.at = `${execution.workflowId} ${execution.runId}`;
+      const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+      progress.fetched++;
+      histories.push({ workflowId: execution.workflowId, history });
+    }
+    progress.at = 'replaying';
+    return replayAll(histories);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const stuck = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(`replay of ${taskQueue} stuck after ${REPLAY_STUCK_MS} ms: ${JSON.stringify(progress)}`),
+        ),
+      REPLAY_STUCK_MS,
+    );
+  });
+  try {
+    return await Promise.race([replay(), stuck]);
+  } finally {
+    clearTimeout(timer);
   }
-  return replayAll(histories);
 }
 
 /**

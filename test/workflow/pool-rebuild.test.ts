@@ -1,0 +1,109 @@
+// The pool workflow while it rebuilds its blocks (a run started again after a terminate): a block
+// given back or moved meanwhile is refused as retryable "rebuilding", never answered "none
+// returned" from a half-built table (the soak: the node dropped its pinned block, the rebuild had
+// read it in the node's table already, and the sticky pod waited behind the fence for good).
+import { ApplicationFailure } from '@temporalio/common';
+import { blockActivities } from '../../activities/blocks';
+import { NetleaseConfigSchema, PoolSpecSchema } from '../../domain/config';
+import { poolWorkflowId } from '../../domain/ids';
+import { FailureType } from '../../domain/lease';
+import type { PoolEvidence } from '../../domain/table-rebuild';
+import {
+  moveBlocksUpdate,
+  POOL_WORKFLOW_TYPE,
+  poolStateQuery,
+  returnBlocksUpdate,
+  type PoolInput,
+} from '../../workflows/pool-messages';
+import { expectReplayed } from '../harness/replay';
+import { temporalAddress, uniqueName } from '../harness/temporal';
+import { waitForValue } from '../harness/wait';
+import { gate, updateFailureType, workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+
+const spec = PoolSpecSchema.parse({
+  name: uniqueName('rebuilt'),
+  cidrs: ['198.18.0.0/24'],
+  blockSize: { ipv4: 29 },
+});
+/** The nodes' tables as the rebuild reads them: a pinned /32 and a pool block of incarnation i1. */
+const held = [
+  { cidr: '198.18.0.2/32', node: 'n1', incarnation: 'i1' },
+  { cidr: '198.18.0.8/29', node: 'n1', incarnation: 'i1' },
+];
+const evidenceRead = gate();
+
+let t: WorkflowTestEnv;
+beforeAll(async () => {
+  t = await workflowTestEnv('wf-pool');
+  await t.worker({
+    poolTableEvidence: async ({ forRun }: { forRun?: string }): Promise<PoolEvidence> => {
+      await evidenceRead.opened;
+      return { held, forRun };
+    },
+  });
+});
+afterAll(async () => t?.close());
+
+test('a block given back or moved while the pool rebuilds is refused as retryable, then taken once rebuilt', async () => {
+  const input: PoolInput = { spec, historyLimit: 1000, restartedAfter: 'a terminate (test)' };
+  const pool = await t.env.client.workflow.start(POOL_WORKFLOW_TYPE, {
+    workflowId: poolWorkflowId(spec.name),
+    taskQueue: t.taskQueue,
+    args: [input],
+  });
+  const giveBack = (updateId: string) =>
+    pool.executeUpdate(returnBlocksUpdate, {
+      args: [{ node: 'n1', incarnation: 'i1', blocks: ['198.18.0.2/32'] }],
+      updateId,
+    });
+  const move = (updateId: string) =>
+    pool.executeUpdate(moveBlocksUpdate, {
+      args: [{ node: 'n1', from: 'i1', to: 'i2', blocks: ['198.18.0.8/29'] }],
+      updateId,
+    });
+
+  // The rebuild (begun in the run's first task) waits for its evidence: both changes are refused.
+  expect(updateFailureType(await giveBack('early-return').catch((err: unknown) => err))).toBe(
+    FailureType.tableRebuilding,
+  );
+  expect(updateFailureType(await move('early-move').catch((err: unknown) => err))).toBe(
+    FailureType.tableRebuilding,
+  );
+  const config = NetleaseConfigSchema.parse({
+    temporal: { address: temporalAddress(), taskQueue: t.taskQueue },
+    pools: [spec],
+  });
+  const activity = blockActivities({ client: t.env.client, config });
+  const refused = await activity
+    .returnBlocks({
+      pool: spec.name,
+      node: 'n1',
+      incarnation: 'i1',
+      blocks: ['198.18.0.2/32'],
+      updateId: 'a1',
+      pinned: true,
+    })
+    .catch((err: unknown) => err);
+  expect(refused).toBeInstanceOf(ApplicationFailure);
+  expect((refused as ApplicationFailure).type).toBe(FailureType.tableRebuilding);
+  expect((refused as ApplicationFailure).nonRetryable).toBe(false);
+  expect(Object.keys((await pool.query(poolStateQuery)).blocks)).toEqual([]);
+
+  evidenceRead.open();
+  await waitForValue(
+    () => pool.query(poolStateQuery),
+    (s) => Object.keys(s.blocks).length === 2,
+    15_000,
+  );
+  // Asked again (the activity's retry), the rebuilt table answers: the block goes back, the other moves.
+  expect(await giveBack('early-return')).toEqual(['198.18.0.2/32']);
+  expect(await move('early-move')).toEqual(['198.18.0.8/29']);
+  expect((await pool.query(poolStateQuery)).blocks).toEqual({
+    '198.18.0.8/29': { node: 'n1', incarnation: 'i2' },
+  });
+  await pool.terminate('test done');
+});
+
+test('histories of this file replay without nondeterminism', async () => {
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 1);
+});
