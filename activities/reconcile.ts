@@ -12,6 +12,7 @@ import type { ClusterReader } from '../kubernetes/cluster-reader';
 import { reopenClosedPools } from '../temporal/pools';
 import { applyNodeDecision, applyPodDecision } from '../temporal/signals';
 import { collectLeak, findLeaks, podLives, recoverLease } from './leaks';
+import { sweepReservations } from './reservation-sweep';
 import { endWedgedLeases } from './wedged-leases';
 import {
   reconcileActions,
@@ -45,6 +46,8 @@ export interface ReconcileSummary {
    * this sweep releases them once their pod is gone.
    */
   leasesUnwatched?: number;
+  /** Idle sticky reservations ended because their StatefulSet is deleted. */
+  reservationsEnded?: number;
   /** Set when the run could not read the cluster (the counts are then 0): why. */
   skipped?: string;
 }
@@ -59,7 +62,7 @@ async function stillGone(reader: ClusterReader, lease: KnownLease): Promise<bool
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function reconcileActivities({ client, config, reader }: ControlDeps) {
+export function reconcileActivities({ client, config, reader, statefulSets }: ControlDeps) {
   return {
     async reconcileCluster(): Promise<ReconcileSummary> {
       try {
@@ -71,6 +74,7 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
         reconcileActions.inc({ action: 'node_replaced' }, summary.nodesReplaced);
         reconcileActions.inc({ action: 'wedged_lease_ended' }, summary.wedgedLeasesEnded ?? 0);
         reconcileActions.inc({ action: 'wedged_lease_held_back' }, summary.wedgedLeasesHeldBack ?? 0);
+        reconcileActions.inc({ action: 'reservation_ended' }, summary.reservationsEnded ?? 0);
         reconcileLastReleased.set(summary.released);
         reconcileLastSuccess.set(Date.now() / 1000);
         Context.current().log.info('reconciled', { ...summary });
@@ -138,6 +142,10 @@ export function reconcileActivities({ client, config, reader }: ControlDeps) {
       );
       if (done.observed) summary.nodesReplaced++;
       else if (done.deleted) summary.nodesDeleted++;
+    }
+    if (statefulSets) {
+      const ended = await sweepReservations(client, config, statefulSets);
+      if (ended) summary.reservationsEnded = ended;
     }
     await collectLeaks(
       summary,

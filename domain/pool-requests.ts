@@ -19,6 +19,18 @@ export const AcquireBlockRequestSchema = z.object({
 });
 
 export const ReserveRequestSchema = z.object({ key: z.string().min(1).max(400) });
+/** `<namespace>/<statefulset>` of StatefulSets deleted from the cluster (the reconciler's quorum read). */
+export const EndReservationsRequestSchema = z.object({
+  statefulSets: z
+    .array(
+      z
+        .string()
+        .min(3)
+        .max(400)
+        .regex(/^[^/]+\/[^/]+$/),
+    )
+    .max(10_000),
+});
 export const BlockRequestSchema = AcquireBlockRequestSchema.extend({ id: z.string().min(1).max(1000) });
 export const BlockRequestsSchema = z.array(BlockRequestSchema).min(1).max(1000);
 

@@ -131,3 +131,20 @@ export function nextExpiry(reservations: Reservations | undefined, keepMs: numbe
 /** How long the pool keeps an idle reservation (ms). */
 export const keepMsOf = (pool: PoolSpec): number =>
   (pool.sticky?.keepSeconds ?? DEFAULT_STICKY_KEEP_SECONDS) * 1000;
+
+/** `<namespace>/<statefulset>` of a reservation key. */
+export const statefulSetOfKey = (key: string): string => key.slice(0, key.lastIndexOf('/'));
+
+/** The StatefulSets the reservations are for, each once. */
+export const reservedStatefulSets = (reservations: Reservations | undefined): string[] => [
+  ...new Set(Object.keys(reservations ?? {}).map(statefulSetOfKey)),
+];
+
+/**
+ * The idle reservations of deleted StatefulSets: they end without waiting for the keep time. One
+ * a pod still holds (its pod not yet collected) ends at a later sweep, once idle.
+ */
+export const idleOfDeleted = (reservations: Reservations | undefined, deleted: readonly string[]): string[] =>
+  Object.entries(reservations ?? {})
+    .filter(([key, r]) => r.idleSince !== undefined && deleted.includes(statefulSetOfKey(key)))
+    .map(([key]) => key);

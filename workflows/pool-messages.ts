@@ -89,6 +89,12 @@ export interface ReserveRequest {
   key: string;
 }
 export const reserveAddressesUpdate = defineUpdate<string[], [ReserveRequest]>('reserveAddresses');
+/** Ends the idle reservations of StatefulSets deleted from the cluster (the reconciler's sweep). */
+export interface EndReservationsRequest {
+  /** `<namespace>/<statefulset>` of each StatefulSet a quorum read found gone. */
+  statefulSets: string[];
+}
+export const endReservationsUpdate = defineUpdate<string[], [EndReservationsRequest]>('endReservations');
 /** The sticky reservations, without the block table (the UI's Queries tab, netleasectl). */
 export const reservationsQuery = defineQuery<Reservations>('reservations');
 

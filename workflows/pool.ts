@@ -27,6 +27,7 @@ import {
   expiredReservations,
   fenceMessage,
   heldWithReservations,
+  idleOfDeleted,
   keepMsOf,
   nextExpiry,
   reservationOf,
@@ -37,6 +38,7 @@ import { RebuildRequestSchema } from '../domain/node-requests';
 import { refusedPoolChange } from '../domain/pool-change';
 import {
   BlockRequestsSchema,
+  EndReservationsRequestSchema,
   MoveBlocksRequestSchema,
   PoolConfigurationSchema,
   ReturnBlocksRequestSchema,
@@ -57,6 +59,7 @@ import {
   acquireBlockUpdate,
   CONFIGURED_POOLS_MEMO,
   configureUpdate,
+  endReservationsUpdate,
   moveBlocksUpdate,
   poolSpecQuery,
   poolStateQuery,
@@ -129,13 +132,13 @@ class Pool {
     setHandler(returnBlocksUpdate, (request) => this.memory.once(() => this.takeBack(request)), {
       validator: (request) => {
         validated(ReturnBlocksRequestSchema, 'returnBlocks')(request);
-        this.refuseBlockChangeWhileRebuilding('returned');
+        this.refuseTableChangeWhileRebuilding('taken back');
       },
     });
     setHandler(moveBlocksUpdate, (request) => this.memory.once(() => this.move(request)), {
       validator: (request) => {
         validated(MoveBlocksRequestSchema, 'moveBlocks')(request);
-        this.refuseBlockChangeWhileRebuilding('moved');
+        this.refuseTableChangeWhileRebuilding('moved');
       },
     });
     setHandler(configureUpdate, ({ spec, configuredPools }) => this.configure(spec, configuredPools), {
@@ -155,6 +158,13 @@ class Pool {
     setHandler(reserveAddressesUpdate, ({ key }) => this.reserveOnWholeTable(key), {
       validator: validated(ReserveRequestSchema, 'reserveAddresses'),
       description: 'Sent by the node agent for a sticky StatefulSet pod (not for operators).',
+    });
+    setHandler(endReservationsUpdate, ({ statefulSets }) => this.endReservationsOf(statefulSets), {
+      validator: (request) => {
+        validated(EndReservationsRequestSchema, 'endReservations')(request);
+        this.refuseTableChangeWhileRebuilding('judged');
+      },
+      description: 'Sent by the reconciler for deleted StatefulSets (not for operators).',
     });
     setHandler(reservationsQuery, () => this.state.reservations ?? {}, {
       description:
@@ -189,10 +199,10 @@ class Pool {
    * the node's table (the soak: a pinned block kept for a node that no longer had it, its sticky
    * pod fenced for good). Refused as retryable "rebuilding": the node's activity asks again.
    */
-  private refuseBlockChangeWhileRebuilding(what: string): void {
+  private refuseTableChangeWhileRebuilding(what: string): void {
     if (this.rebuilding)
       throw ApplicationFailure.retryable(
-        `pool ${this.state.spec.name} is rebuilding its blocks; blocks are ${what} once it is done`,
+        `pool ${this.state.spec.name} is rebuilding its blocks; this is ${what} once it is done`,
         FailureType.tableRebuilding,
       );
   }
@@ -334,6 +344,14 @@ class Pool {
     });
     reservations[key] = { addresses, idleSince: Date.now() };
     return addresses;
+  }
+
+  /** A deleted StatefulSet's idle reservations end now: its ordinals' addresses go back to the pool. */
+  private endReservationsOf(statefulSets: string[]): string[] {
+    const ended = idleOfDeleted(this.state.reservations, statefulSets);
+    for (const key of ended) delete this.state.reservations?.[key];
+    if (ended.length) log.info('sticky reservations ended: their StatefulSet is deleted', { keys: ended });
+    return ended;
   }
 
   /** Reservations whose pinned blocks all came back are idle from now (a pod let go of them). */

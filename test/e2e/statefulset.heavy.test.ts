@@ -6,9 +6,10 @@
 // (sampled every ~200 ms throughout). Only the Kubernetes API drives the workload.
 // Sticky addresses (issue 29 item 1) with the same controller: a StatefulSet whose pod template
 // opts in keeps each ordinal's addresses when the controller recreates a pod and across a
-// scale-down and up; the pool workflow shows the reservations. And whereabouts' StatefulSet
-// scenario: 20 replicas scaled by -5, -10, +20 and deleted: one allocation per family per live pod
-// at every step, none after the deletion (in the heavy pass; the in-cluster pass skips it).
+// scale-down and up; the pool workflow shows the reservations, which end once the StatefulSet is
+// deleted. And whereabouts' StatefulSet scenario: 20 replicas scaled by -5, -10, +20 and deleted:
+// one allocation per family per live pod at every step, none after the deletion, and no reservation
+// left (in the heavy pass; the in-cluster pass skips it).
 import { expectReplayed } from '../harness/replay';
 import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
@@ -222,9 +223,7 @@ test('a sticky StatefulSet keeps each ordinal’s addresses when a pod is recrea
   const first = await runningIps(name, 2);
   const kept = new Map([...first].map(([pod, { ips }]) => [pod, ips]));
   expect(new Set([...kept.values()].flat()).size).toBe(4);
-  const reservations = await real.temporal.client.workflow
-    .getHandle(poolWorkflowId(real.temporal.taskQueue))
-    .query(reservationsQuery);
+  const reservations = await poolReservations();
   for (const [pod, ips] of kept)
     expect(
       sorted(reservations[`${namespace}/${name}/${pod.replace(`${name}-`, '')}`]?.addresses ?? []),
@@ -250,7 +249,24 @@ test('a sticky StatefulSet keeps each ordinal’s addresses when a pod is recrea
   expect(back.get('db-1')?.ips).toEqual(kept.get('db-1'));
   expect(back.get('db-0')?.ips).toEqual(kept.get('db-0'));
   await real.apps.deleteNamespacedStatefulSet({ name, namespace });
+  await reservationsEnd(name);
 }, 600_000);
+
+const poolReservations = () =>
+  real.temporal.client.workflow.getHandle(poolWorkflowId(real.temporal.taskQueue)).query(reservationsQuery);
+
+/** The StatefulSet deleted, its pods collected: the reconciler's sweep ends its ordinals' reservations. */
+async function reservationsEnd(name: string): Promise<void> {
+  const ofSet = (r: Awaited<ReturnType<typeof poolReservations>>) =>
+    Object.keys(r).filter((key) => key.startsWith(`${namespace}/${name}/`));
+  await waitForValue(
+    poolReservations,
+    (r) => ofSet(r).length === 0,
+    240_000,
+    1000,
+    `the reservations of ${name} ended`,
+  );
+}
 
 /** The node's allocations by pod UID (its pool's table). */
 async function allocationsByPod(): Promise<Map<string, string[]>> {
@@ -309,6 +325,7 @@ async function onePerLivePod(name: string, count: number, gone: Set<string>): Pr
       `no allocation of ${name}'s pods`,
     );
     expect([...seen].filter((uid) => left.has(uid))).toEqual([]);
+    await reservationsEnd(name);
   },
   1_200_000,
 );

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectKube, isNotFound, type KubeClients } from '../../kubernetes/kube';
+import { ensureStatefulSet, statefulSetOwner } from './statefulsets';
 
 export function kubeconfigPath(): string {
   const path = process.env.NETLEASE_TEST_KUBECONFIG;
@@ -61,20 +62,12 @@ export interface ObjectOptions {
   annotations?: Record<string, string>;
   /** Pods only: on the node's network (no CNI call). */
   hostNetwork?: boolean;
-  /** Pods only: the StatefulSet that controls it (no controller runs here to act on it). */
+  /** Pods only: the StatefulSet that controls it, created if not there (no controller acts on it). */
   statefulSet?: string;
 }
 
 export type Deletion = 'now' | 'graceful';
 
-/** A controller ownerReference to a StatefulSet of that name (its UID made up: nothing reads it). */
-const statefulSetOwner = (name: string) => ({
-  apiVersion: 'apps/v1',
-  kind: 'StatefulSet',
-  name,
-  uid: randomUUID(),
-  controller: true,
-});
 export type ObjectState = 'present' | 'terminating' | 'absent';
 
 async function stateOf(read: () => Promise<{ metadata?: { deletionTimestamp?: unknown } }>) {
@@ -111,6 +104,10 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
       await core.deleteNode({ name, ...graceOf(how) });
     },
     async createPod(name, nodeName, options = {}) {
+      const { statefulSet } = options;
+      const owner = statefulSet
+        ? [statefulSetOwner(statefulSet, await ensureStatefulSet(clients, namespace, statefulSet))]
+        : undefined;
       const pod = await core.createNamespacedPod({
         namespace,
         body: {
@@ -119,7 +116,7 @@ export async function testCluster(prefix: string): Promise<TestCluster> {
             finalizers: options.finalizers,
             labels: options.labels,
             annotations: options.annotations,
-            ...(options.statefulSet ? { ownerReferences: [statefulSetOwner(options.statefulSet)] } : {}),
+            ...(owner ? { ownerReferences: owner } : {}),
           },
           spec: {
             nodeName,

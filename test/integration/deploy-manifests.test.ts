@@ -114,6 +114,7 @@ const NEEDS: Record<string, string[]> = {
     ...read('pods'),
     ...read('nodes'),
     'get pods/status',
+    'get apps/statefulsets', // a deleted StatefulSet's sticky reservations end
     ...['get', 'create', 'update'].map((verb) => `${verb} coordination.k8s.io/leases`),
     ...read('netlease.io/netleasepools'),
     'patch netlease.io/netleasepools/status',
@@ -135,6 +136,8 @@ const NEVER = [
   'list configmaps',
   'list apps/daemonsets',
   'update apps/daemonsets',
+  'list apps/statefulsets',
+  'update apps/statefulsets',
   'update netlease.io/netleasepools', // the spec is the operator's
   'delete netlease.io/netleasepools',
 ];

@@ -8,6 +8,7 @@
 // compensated; then it gets the addresses. A pool that opts in all its StatefulSets keeps an
 // ordinal's addresses for `sticky.keepSeconds` once no pod holds them, then lets them go. A pool
 // workflow reset gets back, with its rebuilt blocks, the reservations its pods hold (their leases').
+// A deleted StatefulSet's reservations end at the reconciler's next sweep once no pod holds them.
 import { globalAddresses } from '../../kernel/links';
 import { nodeWorkflowId, poolWorkflowId } from '../../domain/ids';
 import { rebuildPoolUpdate, reservationsQuery } from '../../workflows/pool-messages';
@@ -21,6 +22,7 @@ import {
 import { expectReplayed } from '../harness/replay';
 import { failedTasks, resetToStart } from '../harness/operator-actions';
 import { Scenario } from '../harness/scenario';
+import { deleteStatefulSet } from '../harness/statefulsets';
 import type { ShimOutcome } from '../harness/shim';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
@@ -181,6 +183,36 @@ test('a pool that keeps its StatefulSets’ addresses lets an idle ordinal’s g
     expect((await handle.describe()).status.name).toBe('RUNNING');
   }
 }, 90_000);
+
+test('a deleted StatefulSet’s reservations end at the reconciler’s sweep: the idle one at once, the held one once its pod is gone', async () => {
+  const web0 = await statefulSetPod('web-0', NODES[1]);
+  const web1 = await statefulSetPod('web-1', NODES[1]);
+  const kv0 = await statefulSetPod('kv-0', NODES[1]);
+  for (const pod of [web0, web1, kv0]) await added(pod);
+  await gone(web0);
+  await gone(kv0);
+  await waitForValue(
+    () => reservations(),
+    (r) => r[keyOf('web', 0)]?.idleSince !== undefined && r[keyOf('kv', 0)]?.idleSince !== undefined,
+    30_000,
+  );
+  // Idle reservations of StatefulSets that exist are kept (the pool keeps them an hour by default).
+  const kept = Object.keys(await reservations()).filter((key) => !key.includes('/web/'));
+  expect(kept).toContain(keyOf('kv', 0));
+  await deleteStatefulSet(scenario.cluster.clients, scenario.cluster.namespace, 'web');
+  expect((await scenario.reconcile()).reservationsEnded).toBe(1);
+  const after = await reservations();
+  expect(Object.keys(after).filter((key) => key.includes('/web/'))).toEqual([keyOf('web', 1)]);
+  expect(Object.keys(after).filter((key) => !key.includes('/web/'))).toEqual(kept);
+  // web-1 is collected (no garbage collector runs here: the test deletes it); once idle, it ends.
+  await gone(web1);
+  await waitForValue(
+    async () => (await scenario.reconcile(), await reservations()),
+    (r) => r[keyOf('web', 1)] === undefined,
+    30_000,
+  );
+  expect(Object.keys(await reservations()).filter((key) => !key.includes('/web/'))).toEqual(kept);
+}, 120_000);
 
 test('the fence: the old pod force-deleted on a cut-off node, the new one waits until that Node is gone', async () => {
   const old = await statefulSetPod('pg-2', NODES[0]);

@@ -14,6 +14,7 @@ import {
 import {
   acquireBlocksUpdate,
   configureUpdate,
+  endReservationsUpdate,
   moveBlocksUpdate,
   poolStateQuery,
   reservationsQuery,
@@ -170,6 +171,8 @@ test('node and pool updates with malformed input are refused before they are adm
   // The UI's empty form for the node agent's sticky reservation: refused, nothing reserved.
   await refused(poolHandle.executeUpdate(reserveAddressesUpdate, { args: [anything({})] }));
   await refused(poolHandle.executeUpdate(reserveAddressesUpdate, { args: [anything(undefined)] }));
+  await refused(poolHandle.executeUpdate(endReservationsUpdate, { args: [anything({})] }));
+  await refused(poolHandle.executeUpdate(endReservationsUpdate, { args: [anything(undefined)] }));
   expect(await poolHandle.query(reservationsQuery)).toEqual({});
   expect(
     JSON.stringify([await nodeHandle.query(nodeStateQuery), (await poolHandle.query(poolStateQuery)).blocks]),

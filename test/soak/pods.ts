@@ -1,12 +1,11 @@
 // The cluster's side of the soak's pods: created bound to a node, made Running, deleted (grace 0,
 // gracefully, or held by a finalizer), each Kubernetes call retried while the API restarts.
+import { ensureStatefulSet, statefulSetOwner } from '../harness/statefulsets';
 import { isAnswer, retried } from './kube-retry';
 import type { SoakStack } from './stack';
 
 export const SOAK_NAMESPACE = 'soak';
 const FINALIZER = 'netlease.soak/hold';
-/** The soak's StatefulSets exist only as their pods' owner (no controller runs here). */
-const STATEFULSET_UID = '00000000-0000-4000-8000-000000000001';
 
 export type Deletion = 'now' | 'graceful' | 'finalizer';
 
@@ -51,15 +50,16 @@ export class Pods {
     finalizer: boolean,
     extras: PodExtras,
   ): Promise<string> {
-    const owner = extras.statefulSet
+    const { statefulSet } = extras;
+    // The StatefulSet object exists (no controller acts on it): the reconciler keeps its reservations.
+    const owner = statefulSet
       ? [
-          {
-            apiVersion: 'apps/v1',
-            kind: 'StatefulSet',
-            name: extras.statefulSet,
-            uid: STATEFULSET_UID,
-            controller: true,
-          },
+          statefulSetOwner(
+            statefulSet,
+            await this.kube('create statefulset', () =>
+              ensureStatefulSet(this.stack.kubeClients, SOAK_NAMESPACE, statefulSet),
+            ),
+          ),
         ]
       : undefined;
     const pod = await this.kube('create pod', () =>

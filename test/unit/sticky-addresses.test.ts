@@ -1,13 +1,16 @@
 // Sticky StatefulSet addresses (domain/sticky-addresses): which pod is sticky and under what key,
 // where the pool puts a new reservation (packed into the blocks holding reservations, never in a
-// block a node holds), that no hand-out covers a reserved address, and when an idle one ends.
+// block a node holds), that no hand-out covers a reserved address, and when an idle one ends (its
+// keep time, or its StatefulSet deleted).
 import { freeBlock } from '../../domain/blocks';
 import { PoolSpecSchema } from '../../domain/config';
 import {
   expiredReservations,
   heldWithReservations,
+  idleOfDeleted,
   nextExpiry,
   reservationOf,
+  reservedStatefulSets,
   stickyCandidate,
   stickyKeyOf,
   type Reservations,
@@ -91,4 +94,18 @@ test('an idle reservation ends once idle for longer than the pool keeps it', () 
   expect(expiredReservations(reservations, 10_000, 11_000)).toEqual(['db/pg/1']);
   expect(expiredReservations(reservations, 10_000, 20_000)).toEqual(['db/pg/1', 'db/pg/2']);
   expect(nextExpiry({ 'db/pg/0': { addresses: [] } }, 10_000)).toBeUndefined();
+});
+
+test('a deleted StatefulSet’s idle reservations end; a held one, and those of a same-named set elsewhere, stay', () => {
+  const reservations: Reservations = {
+    'db/pg/0': { addresses: ['10.0.0.19'], idleSince: 1_000 },
+    'db/pg/1': { addresses: ['10.0.0.20'] },
+    'db/pg-old/0': { addresses: ['10.0.0.22'], idleSince: 1_000 },
+    'other/pg/0': { addresses: ['10.0.0.21'], idleSince: 1_000 },
+  };
+  expect(reservedStatefulSets(reservations)).toEqual(['db/pg', 'db/pg-old', 'other/pg']);
+  expect(idleOfDeleted(reservations, ['db/pg'])).toEqual(['db/pg/0']);
+  expect(idleOfDeleted(reservations, ['db/pg', 'other/pg'])).toEqual(['db/pg/0', 'other/pg/0']);
+  expect(idleOfDeleted(reservations, [])).toEqual([]);
+  expect(reservedStatefulSets(undefined)).toEqual([]);
 });

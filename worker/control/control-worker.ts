@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createControlActivities } from '../../activities/control';
 import { ClusterReader } from '../../kubernetes/cluster-reader';
+import { StatefulSetReader } from '../../kubernetes/statefulsets';
 import { connectKube } from '../../kubernetes/kube';
 import type { NetleaseConfig } from '../../domain/config';
 import { clientOn, connectWorkerConnection } from '../../temporal/connection';
@@ -50,6 +51,7 @@ export async function createControlWorker(
   const { kubernetes } = config;
   const kube = kubernetes ? await connectKube(kubernetes.kubeconfig, kubernetes.timeouts) : undefined;
   const reader = kube ? new ClusterReader(kube.core, kube.timeouts) : undefined;
+  const statefulSets = kube ? new StatefulSetReader(kube) : undefined;
   // Before any ADD: the node agents refuse a pool with no open pool workflow (temporal/pools).
   await openPoolWorkflows(client, config);
   const worker = await Worker.create({
@@ -57,7 +59,7 @@ export async function createControlWorker(
     namespace,
     taskQueue,
     workflowBundle: prebuiltBundle(),
-    activities: createControlActivities({ client, config, reader }),
+    activities: createControlActivities({ client, config, reader, statefulSets }),
     maxCachedWorkflows: config.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: workflowTaskSlots(config.maxCachedWorkflows),
     sinks: failpointSinks(),
