@@ -7,6 +7,7 @@
 // parse, or a file with no answer at all, fails it.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { inSelectedPool, SELECTED_POOL } from './pools';
 
 const AnswerSchema = z.object({
   kind: z.literal('answer'),
@@ -21,6 +22,8 @@ const AnswerSchema = z.object({
   asked: z.array(z.string()).optional(),
   /** The sticky reservation key of a StatefulSet pod: every pod of it answered the same addresses. */
   sticky: z.string().optional(),
+  /** The pool the pod's annotation selected (test/soak/pools): its addresses are that pool's. */
+  pool: z.string().optional(),
 });
 const EndSchema = z.object({
   kind: z.literal('end'),
@@ -52,8 +55,11 @@ export class AnswerLog {
 export interface HistoryVerdict {
   answers: number;
   pods: number;
-  /** Answers of sticky StatefulSet pods and of static-address pods, and what broke either promise. */
-  kept: { sticky: number; static: number; broken: string[] };
+  /**
+   * Answers of sticky StatefulSet pods, of static-address pods and of pods that selected the
+   * second pool, and what broke any of those promises.
+   */
+  kept: { sticky: number; static: number; selected: number; broken: string[] };
   /** Addresses answered to two pods whose intervals overlap: each pair once. */
   overlaps: Array<{ address: string; first: Interval; second: Interval }>;
 }
@@ -98,7 +104,7 @@ export function checkAnswerHistory(file: string, poolResets: number[] = []): His
 
 /**
  * Every pod of a sticky ordinal answered the addresses of the one before it (unless the pool was
- * reset in between); every static pod its own.
+ * reset in between); every static pod its own; every pod its pool's (the selected one, or not).
  */
 function keptPromises(answers: Answer[], poolResets: number[]): HistoryVerdict['kept'] {
   const broken: string[] = [];
@@ -121,7 +127,19 @@ function keptPromises(answers: Answer[], poolResets: number[]): HistoryVerdict['
         broken.push(
           `pod ${answer.podName} (${answer.podUid}) asked for ${asked} and was answered ${text(answer)}`,
         );
-  return { sticky: answers.filter((a) => a.sticky !== undefined).length, static: statics.length, broken };
+  const selected = answers.filter((a) => a.pool === SELECTED_POOL);
+  for (const answer of answers)
+    if (answer.addresses.some((a) => inSelectedPool(a)) !== (answer.pool === SELECTED_POOL))
+      broken.push(
+        `pod ${answer.podName} (${answer.podUid}) selected pool ${answer.pool ?? '(the network config’s)'} ` +
+          `and was answered ${text(answer)}`,
+      );
+  return {
+    sticky: answers.filter((a) => a.sticky !== undefined).length,
+    static: statics.length,
+    selected: selected.length,
+    broken,
+  };
 }
 
 /** Each pod's ends (DELs answered, removal), in order. */

@@ -42,7 +42,8 @@ const historyLine = (h: SoakReport['answerHistory']): string =>
   'error' in h
     ? `answer history: UNREADABLE: ${h.error}`
     : `answer history: ${h.answers} ADD answers to ${h.pods} pods, checked as intervals; ` +
-      `${h.kept.sticky} to sticky StatefulSet pods and ${h.kept.static} to static-address pods, checked kept`;
+      `${h.kept.sticky} to sticky StatefulSet pods and ${h.kept.static} to static-address pods, checked kept; ` +
+      `${h.kept.selected} to pods that selected the second pool, checked in it (every other answer outside it)`;
 
 export function formatReport(report: SoakReport): string {
   const w = report.workload;

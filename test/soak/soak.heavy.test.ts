@@ -52,9 +52,10 @@ test('the short soak: each kind asked of it, at least 300 lifecycles, no invaria
   const pauses = report.faults.filter((f) => f.kind.startsWith('pause-'));
   expect(pauses.filter((f) => / not reached /.test(f.target)).map((f) => f.target)).toEqual([]);
   expect('answers' in report.answerHistory && report.answerHistory.answers).toBeGreaterThan(300);
-  // Sticky ordinals and static addresses were in the workload, and their promises checked.
+  // Sticky ordinals, static addresses and the second pool were in the workload, their promises checked.
   expect('kept' in report.answerHistory && report.answerHistory.kept.sticky).toBeGreaterThan(5);
   expect('kept' in report.answerHistory && report.answerHistory.kept.static).toBeGreaterThan(2);
+  expect('kept' in report.answerHistory && report.answerHistory.kept.selected).toBeGreaterThan(10);
   expect(report.samples - report.incompleteSamples).toBeGreaterThan(10); // the checker read something
   expect(report.violations).toEqual(Object.fromEntries(Object.keys(report.violations).map((k) => [k, 0])));
   expect(report.faults.filter((f) => f.convergedMs === undefined).map((f) => f.kind)).toEqual([]);

@@ -28,9 +28,11 @@ import { startControlProcess, type ControlProcess } from '../harness/control-pro
 import { NODE_AGENT_ENTRY } from '../harness/node-agent';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
 import { isAnswer, retried } from './kube-retry';
+import { SELECTED_POOL, SELECTED_POOL_CIDRS, ZONE_LABEL } from './pools';
 
 export const SOAK_POOL = 'soak';
 const POOL_CIDRS = ['198.18.0.0/20', 'fd00:18::/64'];
+
 const TASK_QUEUE = 'netlease-soak';
 /** The watch leadership's Lease (durationSeconds): a SIGSTOP longer than this loses it. */
 export const LEADERSHIP_SECONDS = 5;
@@ -43,6 +45,8 @@ export interface SoakNode {
   readonly name: string;
   readonly mode: NodeMode;
   readonly preProduce: boolean;
+  /** Zone b's nodes (the odd ones) carry the label SELECTED_POOL's node selector matches. */
+  readonly zone: 'a' | 'b';
   /** Changes when the node is replaced (a new machine, a new namespace). */
   hostNetns: string;
   readonly dir: string;
@@ -171,7 +175,14 @@ export class SoakStack {
   controlConfig(pool: Partial<PoolSpec> = {}) {
     return {
       temporal: { address: this.controlTemporal.address, taskQueue: this.taskQueue },
-      pools: [{ name: SOAK_POOL, cidrs: this.poolCidrs, ...pool }],
+      pools: [
+        { name: SOAK_POOL, cidrs: this.poolCidrs, ...pool },
+        {
+          name: SELECTED_POOL,
+          cidrs: SELECTED_POOL_CIDRS,
+          nodeSelector: { matchLabels: { [ZONE_LABEL]: 'b' } },
+        },
+      ],
       reuseCooldownSeconds: 1,
       nodeHistoryLimit: HISTORY_LIMIT,
       kubernetes: {
@@ -269,6 +280,7 @@ export class SoakStack {
       name,
       mode,
       preProduce: mode === 'ptp' && index % 2 === 0,
+      zone: index % 2 === 1 ? 'b' : 'a',
       hostNetns: '',
       dir,
       link,
@@ -296,10 +308,11 @@ export class SoakStack {
     await this.newMachine(node);
   }
 
-  /** The Node object, created (a new UID) by the machine's kubelet. */
+  /** The Node object, created (a new UID) by the machine's kubelet, with its zone's label. */
   async registerNode(node: SoakNode): Promise<void> {
+    const labels = { [ZONE_LABEL]: node.zone };
     await retried('create node', () =>
-      this.kubeClients.core.createNode({ body: { metadata: { name: node.name } } }),
+      this.kubeClients.core.createNode({ body: { metadata: { name: node.name, labels } } }),
     );
   }
 

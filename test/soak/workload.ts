@@ -10,11 +10,14 @@
 // was told, the checker's "nothing lost"; every answer also goes to the answer history. A few pods
 // are a StatefulSet's ordinals that keep their addresses (sticky: each ordinal's pods come and go,
 // the fence between them), a few ask for one of a handful of static addresses (they wait for
-// each other); the answer history checks both promises.
+// each other), and some select a second pool by annotation, which only zone b's nodes may take (its
+// node selector); the answer history checks all three promises.
 import { randomBytes } from 'node:crypto';
 import { ip } from '../../kernel/ip';
+import { POOLS_ANNOTATION } from '../../domain/pool-selection';
 import type { AnswerLog } from './answers';
 import { Pods, type Deletion, type PodExtras } from './pods';
+import { SELECTED_POOL } from './pools';
 import type { Random } from './random';
 import { CniRuntime, sameAddresses, type Sandbox } from './runtime';
 import type { SoakNode, SoakStack } from './stack';
@@ -88,12 +91,14 @@ const STICKY_ORDINALS = 6;
 /** In the soak pool's last IPv4 block, which no node's blocks reach in a run. */
 const STATIC_ADDRESSES = ['198.18.15.200', '198.18.15.201', '198.18.15.202'];
 
-/** What a new pod is: plain, a sticky ordinal, or one asking for a static address. */
+/** What a new pod is: plain, a sticky ordinal, one asking for a static address, or for the second pool. */
 interface PodShape {
   name?: string;
   extras: PodExtras;
   sticky?: string;
   asked?: string[];
+  /** The second pool, selected by the pod's annotation: it runs on a zone-b node only. */
+  pool?: string;
 }
 
 /** One pod's life as its lane drives it. */
@@ -203,13 +208,14 @@ export class Workload {
 
   /** One pod's life; returns its name when the next lifecycle of the lane should reuse it. */
   private async lifecycle(name?: string): Promise<string | undefined> {
-    const up = this.stack.nodes.filter((n) => !this.machineOf(n).down);
+    const shape: PodShape = name ? { extras: {} } : this.newShape();
+    // As the scheduler places a pod whose pool's node selector it mirrors (a pod nodeSelector).
+    const up = this.stack.nodes.filter((n) => !this.machineOf(n).down && (!shape.pool || n.zone === 'b'));
     if (up.length === 0) {
       await pause(500);
       return undefined;
     }
     const node = this.random.pick(up);
-    const shape: PodShape = name ? { extras: {} } : this.newShape();
     const podName = name ?? shape.name ?? `pod-${++this.serial}`;
     if (name) this.stats.recreatedNames++;
     const deletion = this.random.pick(['now', 'graceful', 'finalizer'] as const);
@@ -241,7 +247,10 @@ export class Workload {
     return !shape.name && this.random.chance(0.15) ? podName : undefined;
   }
 
-  /** Mostly plain; 8 % a sticky ordinal (its name: the ordinal's), 4 % asking for a static address. */
+  /**
+   * Mostly plain; 8 % a sticky ordinal (its name: the ordinal's), 4 % asking for a static address,
+   * 10 % selecting the second pool by annotation.
+   */
   private newShape(): PodShape {
     const roll = this.random.int(0, 99);
     if (roll < 8) {
@@ -257,6 +266,8 @@ export class Workload {
       const address = this.random.pick(STATIC_ADDRESSES);
       return { extras: { annotations: { 'netlease.io/ip-addresses': address } }, asked: [address] };
     }
+    if (roll < 22)
+      return { extras: { annotations: { [POOLS_ANNOTATION]: SELECTED_POOL } }, pool: SELECTED_POOL };
     return { extras: {} };
   }
 
@@ -403,6 +414,7 @@ export class Workload {
       addresses,
       ...(run.shape.asked ? { asked: run.shape.asked } : {}),
       ...(run.shape.sticky ? { sticky: run.shape.sticky } : {}),
+      ...(run.shape.pool ? { pool: run.shape.pool } : {}),
     });
   }
 

@@ -1,10 +1,12 @@
 // The soak's answer history (test/soak/answers): overlapping answers of one address to two pods,
 // and the kept promises: every pod of a sticky ordinal answered the same addresses, every static
-// pod the address it asked for. Each check is seen to fail on a history that breaks it.
+// pod the address it asked for, every pod its pool's. Each check is seen to fail on a history that
+// breaks it.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkAnswerHistory } from '../soak/answers';
+import { SELECTED_POOL } from '../soak/pools';
 
 const dir = mkdtempSync(join(tmpdir(), 'netlease-answers-'));
 let n = 0;
@@ -33,7 +35,7 @@ test('a sticky ordinal whose pods came one after the other with the same address
   const verdict = checkAnswerHistory(
     history([answer(1, 'a', ['10.0.0.5/26'], sticky), end(2, 'a'), answer(3, 'b', ['10.0.0.5/26'], sticky)]),
   );
-  expect(verdict).toMatchObject({ overlaps: [], kept: { sticky: 2, static: 0, broken: [] } });
+  expect(verdict).toMatchObject({ overlaps: [], kept: { sticky: 2, static: 0, selected: 0, broken: [] } });
 });
 
 test('an ordinal answered other addresses, or two live pods holding its address, are both found', () => {
@@ -78,6 +80,28 @@ test('a static pod answered another address than it asked for is found', () => {
   expect(verdict.kept).toEqual({
     sticky: 0,
     static: 2,
+    selected: 0,
     broken: ['pod p-b (b) asked for 10.0.0.8 and was answered 10.0.0.7/26'],
+  });
+});
+
+test('a pod that selected the second pool answered another pool’s address, or one that did not answered its, is found', () => {
+  const selected = { pool: SELECTED_POOL };
+  const verdict = checkAnswerHistory(
+    history([
+      answer(1, 'a', ['198.20.0.2/26', 'fd00:20::2/120'], selected),
+      answer(2, 'b', ['198.18.0.2/26'], selected),
+      answer(3, 'c', ['198.18.0.3/26', 'fd00:18::3/120']),
+      answer(4, 'd', ['198.18.0.4/26', 'fd00:20::4/120']),
+    ]),
+  );
+  expect(verdict.kept).toEqual({
+    sticky: 0,
+    static: 0,
+    selected: 2,
+    broken: [
+      `pod p-b (b) selected pool ${SELECTED_POOL} and was answered 198.18.0.2/26`,
+      'pod p-d (d) selected pool (the network config’s) and was answered 198.18.0.4/26,fd00:20::4/120',
+    ],
   });
 });
