@@ -4,7 +4,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ControlDeps } from './deps';
 import { WedgedLeasesSchema } from '../domain/config';
-import { knownLeases, knownNodes, type KnownLease } from '../temporal/visibility';
+import { knownLeases, knownNodes, type KnownLease, type KnownNode } from '../temporal/visibility';
 import { decideNode, decidePod, type PodDecision } from '../domain/cluster-decisions';
 import { madeByHand } from '../domain/ids';
 import type { PodFact } from '../domain/k8s';
@@ -13,7 +13,7 @@ import { reopenClosedPools } from '../temporal/pools';
 import { applyNodeDecision, applyPodDecision } from '../temporal/signals';
 import { collectLeak, findLeaks, podLives, recoverLease } from './leaks';
 import { sweepReservations } from './reservation-sweep';
-import { endWedgedLeases } from './wedged-leases';
+import { endWedgedLeases, endWedgedNodes } from './wedged-leases';
 import {
   reconcileActions,
   reconcileLastReleased,
@@ -41,6 +41,8 @@ export interface ReconcileSummary {
   wedgedLeasesEnded?: number;
   /** Wedged lease runs left alone: more than `wedgedLeases.maxEndedPerRun` in one sweep. */
   wedgedLeasesHeldBack?: number;
+  /** Node workflow runs ended likewise (the node's next allocation starts it again, rebuilt). */
+  wedgedNodesEnded?: number;
   /**
    * Open leases on interfaces the pod watcher does not read (`kubernetes.podInterfaces`): only
    * this sweep releases them once their pod is gone.
@@ -75,6 +77,7 @@ export function reconcileActivities({ client, config, reader, statefulSets }: Co
         reconcileActions.inc({ action: 'wedged_lease_ended' }, summary.wedgedLeasesEnded ?? 0);
         reconcileActions.inc({ action: 'wedged_lease_held_back' }, summary.wedgedLeasesHeldBack ?? 0);
         reconcileActions.inc({ action: 'reservation_ended' }, summary.reservationsEnded ?? 0);
+        reconcileActions.inc({ action: 'wedged_node_ended' }, summary.wedgedNodesEnded ?? 0);
         reconcileLastReleased.set(summary.released);
         reconcileLastSuccess.set(Date.now() / 1000);
         Context.current().log.info('reconciled', { ...summary });
@@ -94,7 +97,7 @@ export function reconcileActivities({ client, config, reader, statefulSets }: Co
     // Order matters: a lease known before the pod list was taken belongs to a pod created
     // before it, so a UID absent from the list is a pod that is really gone.
     const listed = await knownLeases(client, taskQueue);
-    const nodes = await knownNodes(client, taskQueue);
+    const known = await knownNodes(client, taskQueue);
     const pods = new Map((await reader.listPods(beat('pods'))).map((p) => [p.uid, p]));
     const liveNodes = new Map(
       (await reader.listNodes(beat('nodes'))).map((n) => [n.metadata.name, n.metadata.uid]),
@@ -110,6 +113,7 @@ export function reconcileActivities({ client, config, reader, statefulSets }: Co
     };
     // Before any signal: an ended run's lease is a closed one, for the leak collection below.
     const leases = await withoutWedged(summary, listed);
+    const nodes = await nodesNotWedged(summary, known);
     noteUnwatched(summary, leases);
     const releaseGraceMs = (config.kubernetes?.releaseGraceSeconds ?? 5) * 1000;
     const count = async (done: 'released' | 'confirmedRunning' | 'kept') => {
@@ -180,6 +184,21 @@ export function reconcileActivities({ client, config, reader, statefulSets }: Co
       );
     const gone = new Set(ended.map((run) => run.workflowId));
     return leases.filter((lease) => !gone.has(lease.workflowId));
+  }
+
+  /** The known nodes but those whose run the sweep ended (no query or signal reaches it now). */
+  async function nodesNotWedged(summary: ReconcileSummary, nodes: KnownNode[]): Promise<KnownNode[]> {
+    const settings = config.kubernetes?.wedgedLeases ?? WedgedLeasesSchema.parse({});
+    const ended = await endWedgedNodes(client, nodes, settings);
+    if (ended.length === 0) return nodes;
+    summary.wedgedNodesEnded = ended.length;
+    for (const run of ended)
+      Context.current().log.warn(
+        "node workflow run ended: its workflow task failed on every attempt; the node's next allocation starts it again",
+        { ...run },
+      );
+    const gone = new Set(ended.map((run) => run.name));
+    return nodes.filter((node) => !gone.has(node.name));
   }
 
   /** Leases the pod watcher never reads by id: counted, and named once per run in a warning. */

@@ -7,7 +7,8 @@
 import type { Client } from '@temporalio/client';
 import type { WedgedLeases } from '../domain/config';
 import { mapLimited } from '../domain/map-limited';
-import type { KnownLease } from '../temporal/visibility';
+import { nodeWorkflowId } from '../domain/ids';
+import type { KnownLease, KnownNode } from '../temporal/visibility';
 import { unlessGone } from '../temporal/workflow-gone';
 import { failingWorkflowTask, type FailingTask } from '../temporal/workflow-task';
 
@@ -65,28 +66,74 @@ export function wedgedToEnd<T extends { task?: Pick<FailingTask, 'attempt'> }>(
 }
 
 /**
- * Ends every checked lease run whose pending workflow task reached `failedTaskAttempts`. A run
- * that moved on meanwhile (another run, or closed) is left alone: the end names the run it read.
+ * Ends each of `runs` whose pending workflow task reached `failedTaskAttempts` (its workflow by
+ * `workflowIdOf`), with `reasonOf`'s reason. A run that moved on meanwhile (another run, or
+ * closed) is left alone: the end names the run it read.
  */
+async function endWedged<T>(
+  client: Client,
+  runs: T[],
+  workflowIdOf: (run: T) => string,
+  reasonOf: (task: FailingTask) => string,
+  settings: WedgedLeases,
+): Promise<{ ended: Array<{ run: T; task: FailingTask }>; heldBack: number }> {
+  const tasks = await mapLimited(runs, DESCRIBES_AT_ONCE, (run) =>
+    failingWorkflowTask(client, workflowIdOf(run)).catch(() => undefined),
+  );
+  const { end, heldBack } = wedgedToEnd(
+    runs.map((run, i) => ({ run, task: tasks[i] })),
+    settings,
+  );
+  const ended: Array<{ run: T; task: FailingTask }> = [];
+  for (const { run, task } of end) {
+    if (!task) continue;
+    const handle = client.workflow.getHandle(workflowIdOf(run), task.runId);
+    const done = await unlessGone(() => handle.terminate(reasonOf(task)).then(() => true), false);
+    if (done) ended.push({ run, task });
+  }
+  return { ended, heldBack };
+}
+
+/** Ends every checked lease run whose pending workflow task reached `failedTaskAttempts`. */
 export async function endWedgedLeases(
   client: Client,
   leases: KnownLease[],
   settings: WedgedLeases,
 ): Promise<WedgedOutcome> {
   const checked = leasesToCheck(leases, settings.checksPerRun);
-  const tasks = await mapLimited(checked, DESCRIBES_AT_ONCE, (lease) =>
-    failingWorkflowTask(client, lease.workflowId).catch(() => undefined),
-  );
-  const { end, heldBack } = wedgedToEnd(
-    checked.map((lease, i) => ({ lease, task: tasks[i] })),
-    settings,
-  );
-  const ended: EndedLease[] = [];
-  for (const { lease, task } of end) {
-    if (!task) continue;
-    const handle = client.workflow.getHandle(lease.workflowId, task.runId);
-    const done = await unlessGone(() => handle.terminate(endReason(task)).then(() => true), false);
-    if (done) ended.push({ workflowId: lease.workflowId, podRef: lease.podRef, ...task });
-  }
-  return { ended, heldBack };
+  const { ended, heldBack } = await endWedged(client, checked, (l) => l.workflowId, endReason, settings);
+  return {
+    ended: ended.map(({ run, task }) => ({ workflowId: run.workflowId, podRef: run.podRef, ...task })),
+    heldBack,
+  };
+}
+
+/** A node run the sweep ended (its task failed on every attempt, as a lease's may). */
+export interface EndedNode {
+  name: string;
+  runId: string;
+  attempt: number;
+  failure: string;
+}
+
+const nodeEndReason = (task: Pick<FailingTask, 'attempt' | 'failure'>): string =>
+  (
+    `netlease reconciler: the workflow task failed on every attempt (pending attempt ${task.attempt}): ` +
+    `${task.failure}. Ended so that the node's next allocation starts it again, rebuilding its table ` +
+    'from the leases and the pool'
+  ).slice(0, 2000);
+
+/**
+ * As the leases: a node workflow whose pending task reached `failedTaskAttempts` (the soak: the
+ * SDK's update order after a timed-out task, once its worker replayed it) answers no ADD of its
+ * node. Ended, the next allocation starts it again and the new run rebuilds its table (the
+ * operator's remedy, docs/operating.md). The same `maxEndedPerRun` holds back a mass end.
+ */
+export async function endWedgedNodes(
+  client: Client,
+  nodes: KnownNode[],
+  settings: WedgedLeases,
+): Promise<EndedNode[]> {
+  const { ended } = await endWedged(client, nodes, (n) => nodeWorkflowId(n.name), nodeEndReason, settings);
+  return ended.map(({ run, task }) => ({ name: run.name, ...task }));
 }

@@ -105,7 +105,7 @@ export const reconcileRuns = new Counter({
 
 export const reconcileActions = new Counter({
   name: 'netlease_reconcile_actions_total',
-  help: "What reconciler runs did: released leases, confirmed Running pods, signalled node deletions and replacements, ended wedged leases and deleted StatefulSets' sticky reservations.",
+  help: "What reconciler runs did: released leases, confirmed Running pods, signalled node deletions and replacements, ended wedged leases and node runs, and deleted StatefulSets' sticky reservations.",
   labelNames: ['action'] as const,
   registers: [controlRegistry],
 });

@@ -32,7 +32,7 @@ import { PinnedReturns } from './node/pinned-returns';
 import { TableRebuild } from './node/rebuild';
 import { NodeRun } from './node/run';
 import { noteIgnored } from './notes';
-import { failpoint } from './failpoints';
+import { brokenAt, failpoint } from './failpoints';
 import { ResultMemory } from './remembered-results';
 import { validated } from './validated';
 
@@ -73,9 +73,16 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
     ({ forRun }) => shielded(() => rebuild.rebuild(forRun, 'the control worker found it unverified')),
     { validator: validated(RebuildRequestSchema, 'rebuild') },
   );
-  setHandler(nodeObservedSignal, (event: unknown) => shielded(() => incarnations.observeSignalled(event)), {
-    description: 'Sent by netlease when a Node of this name has a new UID (verified by a quorum read).',
-  });
+  setHandler(
+    nodeObservedSignal,
+    (event: unknown) => {
+      brokenAt('node-observed');
+      return shielded(() => incarnations.observeSignalled(event));
+    },
+    {
+      description: 'Sent by netlease when a Node of this name has a new UID (verified by a quorum read).',
+    },
+  );
   setHandler(nodeDeletedSignal, (event: unknown) => shielded(() => incarnations.forgetSignalled(event)), {
     description: 'Sent by netlease when the Node with this UID is gone (verified by a quorum read).',
   });

@@ -361,9 +361,7 @@ class Pool {
       const key = reservationOf(reservations, block.split('/')[0] ?? '');
       const reservation = key === undefined ? undefined : reservations[key];
       if (!reservation) continue;
-      const pinned = reservation.addresses.some((a) =>
-        Object.keys(this.state.blocks).some((b) => b.startsWith(`${a}/`)),
-      );
+      const pinned = reservation.addresses.some((a) => this.state.blocks[pinnedBlockOf(a)] !== undefined);
       if (!pinned) reservation.idleSince = Date.now();
     }
   }

@@ -4,7 +4,8 @@
 // run once its pending task reaches `kubernetes.wedgedLeases.failedTaskAttempts`, and the leak
 // collection takes over in the same run: the lease is started again with its sandbox and its
 // addresses (pod running), or the addresses are collected (pod gone). A task that failed once
-// (a stalled or killed worker) is left alone.
+// (a stalled or killed worker) is left alone. A node workflow wedged the same way is ended too, and
+// the next ADD on its node starts it again with its table rebuilt from the leases.
 //
 // The failure is the workflow's own (workflows/failpoints: `brokenAt`): a run started with the
 // failpoint memo throws a plain Error when the podRunning signal comes, on every attempt and every
@@ -14,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { reconcileActivities, type ReconcileSummary } from '../../activities/reconcile';
-import { leaseWorkflowId } from '../../domain/ids';
+import { leaseWorkflowId, nodeWorkflowId } from '../../domain/ids';
 import type { LeaseStart } from '../../domain/lease';
 import { PAUSE_DIR_ENV, PAUSE_ENV } from '../../kernel/failpoint';
 import { leaseStartOptions } from '../../temporal/leases';
@@ -23,6 +24,7 @@ import { connectKube } from '../../kubernetes/kube';
 import { failingWorkflowTask } from '../../temporal/workflow-task';
 import { FAILPOINT_MEMO } from '../../workflows/failpoints';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery, podRunningSignal } from '../../workflows/lease-messages';
+import { NODE_WORKFLOW_TYPE, nodeObservedSignal } from '../../workflows/node-messages';
 import { kubeconfigPath } from '../harness/kube';
 import { expectReplayed } from '../harness/replay';
 import { Scenario } from '../harness/scenario';
@@ -159,6 +161,43 @@ test('a lease whose workflow task failed once (a stalled worker, attempt 2) is n
     delete process.env[PAUSE_DIR_ENV];
     rmSync(gates, { recursive: true, force: true });
   }
+}, 240_000);
+
+test('a wedged node workflow: ended, and the next ADD on its node starts it again with its table rebuilt (seen red without the sweep)', async () => {
+  const { cluster, temporal } = scenario;
+  const node = uniqueName('wedged-node');
+  const nodeUid = await cluster.createNode(node);
+  // Started as the first allocation would start it, with the failpoint memo.
+  const wedged = await temporal.client.workflow.start(NODE_WORKFLOW_TYPE, {
+    workflowId: nodeWorkflowId(node),
+    taskQueue: temporal.taskQueue,
+    args: [{ nodeName: node, historyLimit: 5000 }],
+    memo: { [FAILPOINT_MEMO]: 'node-observed' },
+  });
+  const first = uniqueName('first');
+  const firstUid = await cluster.createPod(first, node);
+  const held = (await scenario.add(first, firstUid, node)).map((g) => g.address);
+  await wedged.signal(nodeObservedSignal, { uid: nodeUid });
+  await waitForValue(
+    () => failingWorkflowTask(temporal.client, nodeWorkflowId(node)),
+    (task) => (task?.attempt ?? 0) >= FAILED_TASK_ATTEMPTS,
+    120_000,
+    500,
+    `the node's workflow task at attempt ${FAILED_TASK_ATTEMPTS}`,
+  );
+  const summary = await scenario.reconcile();
+  expect(summary.wedgedNodesEnded).toBe(1);
+  const last = (await wedged.fetchHistory()).events?.at(-1)?.workflowExecutionTerminatedEventAttributes;
+  expect(last?.reason).toContain('failpoint node-observed');
+  // The next ADD starts a new run, which rebuilt its table from the leases: the first pod keeps its addresses.
+  const second = uniqueName('second');
+  const secondUid = await cluster.createPod(second, node);
+  const given = (await scenario.add(second, secondUid, node)).map((g) => g.address);
+  expect(given.filter((a) => held.includes(a))).toEqual([]);
+  expect((await temporal.client.workflow.getHandle(nodeWorkflowId(node)).describe()).runId).not.toBe(
+    wedged.firstExecutionRunId,
+  );
+  expect(await scenario.owners(node, held)).toEqual(held.map(() => leaseWorkflowId(firstUid, 'eth0')));
 }, 240_000);
 
 // The runs made to fail replay too: a replay stops at their last completed task, before the
