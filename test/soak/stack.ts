@@ -189,6 +189,9 @@ export class SoakStack {
         kubeconfig: this.controlKubeconfig(),
         watch: true,
         reconcileIntervalSeconds: 10,
+        // A run the SDK's update order wedges (docs/testing.md) is ended in well under a minute, not
+        // 6.5: a pod on a wedged node waits less than the workload's 120 s for its ADD.
+        wedgedLeases: { failedTaskAttempts: 4 },
         watchLeadership: { durationSeconds: LEADERSHIP_SECONDS },
       },
       logLevel: 'warn' as const,
