@@ -19,6 +19,7 @@ import type { Client } from '@temporalio/client';
 import type { CoreV1Api } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { z } from 'zod';
 import type { CheckerEar } from './fault-context';
+import { SDK_UPDATE_ORDER } from './histories';
 import type { Told } from './workload';
 
 export const INVARIANTS = [
@@ -458,6 +459,17 @@ function leaked(leases: LeaseView[], pods: Set<string>): Finding[] {
     }));
 }
 
+/**
+ * A run the reconciler ended because its task failed on every attempt with the SDK's update
+ * machine (the class counted apart in the replays, ./histories): the remedy the reconciler is for,
+ * not a failure of netlease's. Its reason says which (activities/wedged-leases).
+ */
+async function endedForTheSdk(client: Client, run: { workflowId: string; runId: string }): Promise<boolean> {
+  const history = await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
+  const reason = history.events?.at(-1)?.workflowExecutionTerminatedEventAttributes?.reason ?? '';
+  return reason.startsWith('netlease reconciler:') && SDK_UPDATE_ORDER.test(reason);
+}
+
 /** Closed otherwise than by completing or continuing; runs an operator closed on purpose are not counted. */
 async function failedWorkflows(
   client: Client,
@@ -470,6 +482,7 @@ async function failedWorkflows(
     const since = closedByOperator.get(execution.workflowId);
     const closed = execution.closeTime?.getTime() ?? 0;
     if (execution.status.name === 'TERMINATED' && since !== undefined && closed >= since - 2000) continue;
+    if (execution.status.name === 'TERMINATED' && (await endedForTheSdk(client, execution))) continue;
     findings.push({
       invariant: 'workflow-failed',
       subject: `${execution.workflowId}@${execution.runId}`,

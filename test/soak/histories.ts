@@ -56,8 +56,11 @@ export function failedTasks(history: History, since = 0): FailedTasks {
  * the next attempt's worker runs the two in two activations, a replay of the whole history in one
  * (sdk-core `prepare_to_ship_activation` sorts updates first). Same code, same history, two
  * orders: the SDK's, not the workflow's (docs/testing.md, "The soak"; temporalio/sdk-rust#943).
+ * Its other face: an update completed in the same task as the next one's acceptance, which core's
+ * update machine then refuses on replay ("UpdateMachine in state CompletedImmediatelyCompleteCreated").
  */
-export const SDK_UPDATE_ORDER = /Nondeterminism error: Update machine does not handle this event/;
+export const SDK_UPDATE_ORDER =
+  /Nondeterminism error: Update machine does not handle this event|Fatal error in workflow machines: UpdateMachine in state \w+ says the transition is invalid/;
 
 export interface HistoryReport {
   replayed: number;
