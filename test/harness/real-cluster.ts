@@ -31,6 +31,7 @@ import { readyAgent, killAgent, type AgentContainer } from './agent-pod';
 import { startTlsProxy, type TlsProxy } from './tls-proxy';
 import { deleteAllNetns, makeNamedNetns, makeNetns } from './netns';
 import { randomPoolCidrs } from './pool-cidrs';
+import { installPoolCrd, poolObjects } from './pool-objects';
 import { NODE_AGENT_ENTRY } from './node-agent';
 import {
   connectTest,
@@ -54,6 +55,12 @@ export interface RealClusterOptions {
   preProduce?: boolean;
   /** Pools served besides the cluster's own (not routed by the machine), e.g. with selectors. */
   morePools?: Array<z.input<typeof PoolSpecSchema>>;
+  /**
+   * The pools as NetleasePool objects (`kubernetes.poolObjects`): the CRD of deploy/ installed and
+   * one object per pool made before the control worker starts. The control worker as a host
+   * process only (the harness does not set the chart's `poolObjects`).
+   */
+  poolObjects?: boolean;
 }
 
 /** The node agent: a host process, or with NETLEASE_E2E_IN_CLUSTER=1 its DaemonSet pod's container. */
@@ -152,6 +159,8 @@ const POD_HOST_NETNS = 'nlt-h-';
 
 export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
   const asPods = inClusterMode();
+  if (asPods && options.poolObjects)
+    throw new Error('poolObjects: with the control worker as a host process only');
   const dir = mkdtempSync(join(tmpdir(), `netlease-${options.prefix}-`));
   const temporal = await connectTest(options.prefix);
   const log = openSync(join(dir, 'cluster.log'), 'a');
@@ -211,12 +220,20 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
         log: (line) => writeSync(log, `${line}\n`),
       });
     else {
-      const kubernetes = { kubeconfig: cluster.kubeconfig, watch: true, reconcileIntervalSeconds };
+      const pools = [pool, ...(options.morePools ?? [])];
+      if (options.poolObjects) await createPoolObjects(cluster.kubeconfig, pools);
+      const fromObjects = options.poolObjects ? { poolObjects: true, poolStatusIntervalSeconds: 1 } : {};
+      const kubernetes = {
+        kubeconfig: cluster.kubeconfig,
+        watch: true,
+        reconcileIntervalSeconds,
+        ...fromObjects,
+      };
       worker = await runControlWorker(
         testConfig(temporal.taskQueue, {
           kubernetes,
           reuseCooldownSeconds: 1,
-          pools: [pool, ...(options.morePools ?? [])],
+          pools: options.poolObjects ? [] : pools,
         }),
       );
     }
@@ -282,6 +299,17 @@ function withAgentPod(node: ClusterNode, core: CoreApi): RealClusterNode {
     },
   };
   return withPod;
+}
+
+/** The CRD of deploy/ and a NetleasePool object per pool, as an operator applies them. */
+async function createPoolObjects(
+  kubeconfig: string,
+  pools: Array<z.input<typeof PoolSpecSchema>>,
+): Promise<void> {
+  const clients = await connectKube(kubeconfig);
+  await installPoolCrd(clients);
+  const objects = poolObjects(clients);
+  for (const { name, ...spec } of pools) await objects.create(name, spec);
 }
 
 /** The cluster on a pool drawn at random (`pool.cidrs` set to it), again while another run holds it. */
