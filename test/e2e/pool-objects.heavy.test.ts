@@ -13,16 +13,14 @@
 // of the first's names it. The heavy pass only: as pods, the harness does not set the chart's
 // `poolObjects`.
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { contains, parseAddress, parsePrefix } from '../../domain/cidr';
 import type { PoolObject } from '../../domain/pool-object';
 import { ipJson } from '../../kernel/ip';
 import { globalAddresses, LinkSchema } from '../../kernel/links';
-import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { runToEnd } from '../../tools/processes';
 import { poolObjects } from '../harness/pool-objects';
 import { sandboxNetns } from '../harness/real-node';
-import { inClusterMode, leaseOfPod, useRealCluster } from '../harness/real-cluster';
+import { inClusterMode, leaseOfPod, sleeperPod, useRealCluster } from '../harness/real-cluster';
 import { expectReplayed } from '../harness/replay';
 import { temporalAddress, uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
@@ -55,17 +53,7 @@ const staticAddress = (): string => {
 
 /** A busybox pod that sleeps, bound to `node` (no scheduler), asking for `address` if given. */
 async function createPod(name: string, node: string, address?: string): Promise<string> {
-  const annotations: Record<string, string> = address ? { 'netlease.io/ip-addresses': address } : {};
-  const body: V1Pod = {
-    metadata: { name, annotations },
-    spec: {
-      nodeName: node,
-      terminationGracePeriodSeconds: 2,
-      containers: [
-        { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
-      ],
-    },
-  };
+  const body = sleeperPod(name, node, address ? { 'netlease.io/ip-addresses': address } : {});
   return (await real.core.createNamespacedPod({ namespace, body })).metadata?.uid ?? '';
 }
 

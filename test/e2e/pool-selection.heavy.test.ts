@@ -5,13 +5,11 @@
 // and its lease. A pod annotated with the other node's pool never starts (calico#10502: never the
 // wrong region's address): the kubelet's FailedCreatePodSandBox event carries the CNI refusal
 // with its reason, `no-pool-for-pod`, and no lease of it is started.
-import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { contains, parseAddress, parsePrefix } from '../../domain/cidr';
 import { ipJson } from '../../kernel/ip';
 import { globalAddresses, LinkSchema } from '../../kernel/links';
-import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { sandboxNetns } from '../harness/real-node';
-import { leaseOfPod, useRealCluster, type RealClusterNode } from '../harness/real-cluster';
+import { leaseOfPod, sleeperPod, useRealCluster, type RealClusterNode } from '../harness/real-cluster';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
@@ -62,16 +60,7 @@ beforeAll(async () => {
 
 /** A busybox pod that sleeps, bound to `node` (no scheduler). */
 async function createPod(name: string, node: string, annotations: Record<string, string> = {}) {
-  const body: V1Pod = {
-    metadata: { name, annotations },
-    spec: {
-      nodeName: node,
-      terminationGracePeriodSeconds: 2,
-      containers: [
-        { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
-      ],
-    },
-  };
+  const body = sleeperPod(name, node, annotations);
   return (await real.core.createNamespacedPod({ namespace, body })).metadata?.uid ?? '';
 }
 

@@ -7,7 +7,9 @@
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AppsV1Api, V1Deployment } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import type { AppsV1Api, V1Deployment, V1Pod } from '@kubernetes/client-node' with {
+  'resolution-mode': 'import',
+};
 import type { z } from 'zod';
 import type { PoolSpecSchema } from '../../domain/config';
 import { leaseWorkflowId } from '../../domain/ids';
@@ -336,6 +338,18 @@ export const leaseOfPod = (temporal: TestTemporal, podUid: string): Promise<Leas
       ? handle.query(leaseStateQuery)
       : (handle.result() as Promise<LeaseState>);
   }, undefined);
+
+/** A busybox pod that sleeps, bound to `node` (no scheduler), from the node's local image. */
+export const sleeperPod = (name: string, node: string, annotations: Record<string, string> = {}): V1Pod => ({
+  metadata: { name, annotations },
+  spec: {
+    nodeName: node,
+    terminationGracePeriodSeconds: 2,
+    containers: [
+      { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
+    ],
+  },
+});
 
 /** A Deployment of busybox pods that sleep, from the node's local image (nothing is pulled). */
 export const sleepersDeployment = (app: string, replicas: number): V1Deployment => ({
