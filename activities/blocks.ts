@@ -4,7 +4,11 @@
 // workflow and be refused and retried with back-off (docs/benchmarks.md, "Scale").
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  type Client,
+} from '@temporalio/client';
 import type { Family } from '../domain/cidr';
 import type { PoolSpec } from '../domain/config';
 import { poolBatchUpdateId, poolWorkflowId } from '../domain/ids';
@@ -24,6 +28,7 @@ import { UpdateBatches, type Settled } from './update-batches';
 import { RebuildRequests } from './rebuild-requests';
 import { poolStart, startPoolAgain } from '../temporal/pools';
 import { compensationBlocksReturned } from '../observability/control-metrics';
+import { staticAddressHolder } from './static-holder';
 
 export interface AcquireBlockInput {
   pool: PoolSpec;
@@ -75,6 +80,19 @@ function settleHandOut(
   return { error: ApplicationFailure.create({ message, type, nonRetryable }) };
 }
 
+/** A static address refused as held in another node's block: the refusal names who holds it there. */
+async function namingTheHolder(client: Client, pool: string, block: string, err: unknown): Promise<unknown> {
+  if (!(err instanceof ApplicationFailure) || err.type !== FailureType.staticAddressHeld) return err;
+  const holder = await staticAddressHolder(client, pool, block.split('/')[0] ?? '');
+  if (!holder) return err;
+  const { type, nonRetryable } = err;
+  return ApplicationFailure.create({
+    message: `${err.message}; ${holder}`,
+    type,
+    nonRetryable: nonRetryable ?? false,
+  });
+}
+
 export function blockActivities({ client, config }: ControlDeps) {
   const spec = (pool: string, requests: BlockRequest[]): PoolSpec =>
     config.pools.find((p) => p.name === pool) ?? (requests[0]?.spec as PoolSpec);
@@ -111,10 +129,21 @@ export function blockActivities({ client, config }: ControlDeps) {
 
   return {
     /** The node's deterministic update id is the hand-out's id: a retried activity gets the same block. */
-    acquireBlock(input: AcquireBlockInput): Promise<string> {
+    async acquireBlock(input: AcquireBlockInput): Promise<string> {
       const { pool, node, incarnation, family, updateId, block, reservation } = input;
       const pinned = { ...(block ? { block } : {}), ...(reservation ? { reservation } : {}) };
-      return handOuts.submit(pool.name, { id: updateId, node, incarnation, family, spec: pool, ...pinned });
+      try {
+        return await handOuts.submit(pool.name, {
+          id: updateId,
+          node,
+          incarnation,
+          family,
+          spec: pool,
+          ...pinned,
+        });
+      } catch (err) {
+        throw block ? await namingTheHolder(client, pool.name, block, err) : err;
+      }
     },
 
     /** A node's new incarnation adopted these blocks of the old one (compensation, living pods). */

@@ -6,8 +6,10 @@ import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { madeByHand } from '../domain/ids';
 import { isTerminal } from '../domain/k8s';
+import { askedAddresses } from '../domain/lease';
+import type { PoolSpec } from '../domain/config';
 import {
-  blockOfAddress,
+  impliedBlock,
   type BlockEvidence,
   type HeldBlockEvidence,
   type LeaseEvidence,
@@ -86,6 +88,7 @@ async function closedLeasesOfLivingPods(
       podUid: state.start.podUid,
       pool: state.start.pool,
       addresses: state.addresses.map((a) => a.address),
+      asked: askedAddresses(state.start),
     });
     beat();
   }
@@ -105,6 +108,7 @@ async function leaseNow(client: Client, leaseId: string): Promise<LeaseEvidence 
     pool: state.start.pool,
     // Released: its addresses went back already. A releasing lease holds them until its return.
     addresses: state.phase === 'Released' ? [] : state.addresses.map((a) => a.address),
+    asked: askedAddresses(state.start),
   };
 }
 
@@ -200,20 +204,42 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
         ...(await stickyReservationsOf(client, pinnedOwners)),
       };
       if (!spec) return { held, forRun, reservations };
-      const prefixes = spec.cidrs.map((c) => parsePrefix(c));
-      const known = new Set(held.map((h) => h.cidr));
-      for (const lease of await leaseExecutions(client, taskQueue, { open: true })) {
-        for (const address of lease.addresses) {
-          const { family, value } = parseAddress(address);
-          if (!prefixes.some((p) => contains(p, family, value))) continue;
-          const cidr = blockOfAddress(spec, address);
-          if (!known.has(cidr)) held.push({ cidr, node: lease.nodeName, incarnation: '' });
-          known.add(cidr);
-        }
-      }
+      held.push(...(await blocksOfLeasesOnly(client, taskQueue, spec, held)));
       return { held, forRun, reservations };
     },
   };
+}
+
+/**
+ * The blocks of open leases' addresses in the pool that no node table covers (a node whose table is
+ * lost as well), each as the lease got it: an address it asked for by name, its pinned block only.
+ */
+async function blocksOfLeasesOnly(
+  client: Client,
+  taskQueue: string,
+  spec: PoolSpec,
+  tables: HeldBlockEvidence[],
+): Promise<HeldBlockEvidence[]> {
+  const prefixes = spec.cidrs.map((c) => parsePrefix(c));
+  const found: HeldBlockEvidence[] = [];
+  const covered = (address: string) => {
+    const { family, value } = parseAddress(address);
+    return [...tables, ...found].some((h) => contains(parsePrefix(h.cidr), family, value));
+  };
+  for (const lease of await leaseExecutions(client, taskQueue, { open: true })) {
+    for (const address of lease.addresses) {
+      const { family, value } = parseAddress(address);
+      if (!prefixes.some((p) => contains(p, family, value)) || covered(address)) continue;
+      const state = await unlessGone(
+        () => client.workflow.getHandle(lease.workflowId).query(leaseStateQuery),
+        undefined,
+      );
+      const asked = state ? askedAddresses(state.start) : [];
+      found.push({ cidr: impliedBlock(spec, address, asked), node: lease.nodeName, incarnation: '' });
+    }
+    beat();
+  }
+  return found;
 }
 
 /**
@@ -248,7 +274,7 @@ async function stickyReservationsOf(client: Client, owners: Set<string>): Promis
   for (const owner of owners) {
     const state = await unlessGone(() => client.workflow.getHandle(owner).query(leaseStateQuery), undefined);
     const { stickyKey, staticAddresses } = state?.start ?? {};
-    if (stickyKey && staticAddresses) reservations[stickyKey] = staticAddresses.split(',');
+    if (stickyKey && staticAddresses) reservations[stickyKey] = askedAddresses({ staticAddresses });
   }
   return reservations;
 }

@@ -88,6 +88,23 @@ function firstFree(cidr: Prefix, length: number, held: Prefix[]): Prefix | undef
   return subPrefix(cidr, length, index);
 }
 
+/**
+ * The named blocks of the node's incarnation, and the named ones recorded for the node before its
+ * incarnation was known (''): a node run that rebuilt its table before it observed its Node cut
+ * those, and relabelled its own copy on observing (workflows/node/incarnations), not the pool's.
+ */
+export function namedBlocksOf(
+  table: BlockTable,
+  node: string,
+  incarnation: string,
+  named: string[],
+): string[] {
+  return named.filter((block) => {
+    const owner = table[block];
+    return owner?.node === node && (owner.incarnation === incarnation || owner.incarnation === '');
+  });
+}
+
 export function blocksOf(table: BlockTable, node: string, incarnation?: string): string[] {
   return Object.entries(table)
     .filter(

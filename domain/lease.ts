@@ -103,6 +103,10 @@ export const termsOf = (start: LeaseStart): LeaseTerms => {
   };
 };
 
+/** The addresses a lease asked for by name (static, or its sticky reservation's): none for most. */
+export const askedAddresses = (start: Pick<LeaseStart, 'staticAddresses'>): string[] =>
+  start.staticAddresses ? start.staticAddresses.split(',') : [];
+
 /** `network n (ptp, pool p, node x, addresses a)`: terms as a message names them. */
 export const termsText = (terms: LeaseTerms, withNode = true): string => {
   const node = withNode ? `, node ${terms.nodeName}` : '';

@@ -8,6 +8,7 @@ import type { BlockTable } from './blocks';
 import { blockLength, overlappingBlock } from './blocks';
 import { contains, formatPrefix, netmask, parseAddress, parsePrefix } from './cidr';
 import type { PoolSpec } from './config';
+import { pinnedBlockOf } from './static-addresses';
 
 /** An open lease of the node as it holds itself (its state query). */
 export interface LeaseEvidence {
@@ -16,6 +17,8 @@ export interface LeaseEvidence {
   pool: string;
   /** The addresses it holds; empty while it is still producing (its allocation may be in flight). */
   addresses: string[];
+  /** The ones it asked for by name (static, sticky): each came in its own pinned block. */
+  asked?: string[];
 }
 
 /** A block a pool records as this node's. */
@@ -73,6 +76,15 @@ export function blockOfAddress(pool: PoolSpec, address: string): string {
   const { family, value } = parseAddress(address);
   const length = blockLength(pool, family);
   return formatPrefix({ family, network: value & netmask(family, length), length });
+}
+
+/**
+ * The block a live lease's address implies when no table holds one covering it: an address asked
+ * for by name came in its own pinned block, so only that is claimed (the soak: a whole pool block
+ * cut around a static address fenced the other static addresses in it, on other nodes, for good).
+ */
+export function impliedBlock(pool: PoolSpec, address: string, asked: readonly string[] = []): string {
+  return asked.includes(address) ? pinnedBlockOf(address) : blockOfAddress(pool, address);
 }
 
 function addBlock(table: AllocationTable, block: Block, report: RebuildReport): void {
@@ -135,7 +147,7 @@ function restoreClaim(
   let block = blockHolding(table, address);
   const spec = state.pools[lease.pool];
   if (!block && spec) {
-    const cidr = blockOfAddress(spec, address);
+    const cidr = impliedBlock(spec, address, lease.asked);
     addBlock(table, { cidr, family: parsePrefix(cidr).family, incarnation: state.incarnation }, report);
     block = blockHolding(table, address);
   }

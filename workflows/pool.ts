@@ -20,7 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { ControlActivities } from '../activities/control';
 import { poolFamilies } from '../domain/allocation';
-import { blocksOf, freeBlock, overlappingBlock } from '../domain/blocks';
+import { blocksOf, freeBlock, namedBlocksOf, overlappingBlock } from '../domain/blocks';
 import { parsePrefix } from '../domain/cidr';
 import { isPinnedBlock, pinnedBlockOf, staticAddressProblem } from '../domain/static-addresses';
 import {
@@ -84,6 +84,9 @@ const { poolTableEvidence } = proxyActivities<ControlActivities>({
 
 /** Marks runs that rebuild blocks they did not carry (older runs started empty). */
 const FRESH_RUN_REBUILD = 'pool-table-rebuild';
+
+/** Marks runs whose returns and moves take a node's named blocks recorded before its incarnation. */
+const UNOBSERVED_NAMED_BLOCKS = 'pool-unobserved-named-blocks';
 
 const CANCELLATION_IGNORED =
   'a cancellation request is ignored: the pool workflow holds the only record of its blocks. ' +
@@ -265,7 +268,7 @@ class Pool {
     const holder = covering === undefined ? undefined : blocks[covering];
     if (covering !== undefined && holder)
       throw held(
-        `${address} is in block ${covering} of node ${holder.node} (incarnation ${holder.incarnation}); ` +
+        `${address} is in block ${covering} of node ${holder.node} (incarnation ${holder.incarnation || 'not observed'}); ` +
           'it comes to this node once that block is back in the pool',
       );
     blocks[pinned] = { node: request.node, incarnation: request.incarnation };
@@ -414,7 +417,11 @@ class Pool {
 
   private takeBack(request: { node: string; incarnation: string; blocks?: string[] }): string[] {
     const held = blocksOf(this.state.blocks, request.node, request.incarnation);
-    const returned = request.blocks ? held.filter((b) => request.blocks?.includes(b)) : held;
+    const returned = !request.blocks
+      ? held
+      : this.unobservedNamed()
+        ? namedBlocksOf(this.state.blocks, request.node, request.incarnation, request.blocks)
+        : held.filter((b) => request.blocks?.includes(b));
     for (const block of returned) delete this.state.blocks[block];
     if (this.state.reservations) this.markIdle(returned);
     this.details();
@@ -422,11 +429,16 @@ class Pool {
   }
 
   private move(request: { node: string; from: string; to: string; blocks: string[] }): string[] {
-    const moved = blocksOf(this.state.blocks, request.node, request.from).filter((b) =>
-      request.blocks.includes(b),
-    );
+    const moved = this.unobservedNamed()
+      ? namedBlocksOf(this.state.blocks, request.node, request.from, request.blocks)
+      : blocksOf(this.state.blocks, request.node, request.from).filter((b) => request.blocks.includes(b));
     for (const block of moved) this.state.blocks[block] = { node: request.node, incarnation: request.to };
     return moved;
+  }
+
+  /** Histories before it matched named blocks of the node's incarnation only ('' ones stayed for good). */
+  private unobservedNamed(): boolean {
+    return patched(UNOBSERVED_NAMED_BLOCKS);
   }
 
   private configure(spec: PoolState['spec'], configuredPools: string[]): PoolState['spec'] {

@@ -5,9 +5,8 @@
 // kernel); the object's status counts it, and so do the columns `kubectl get netleasepools` prints
 // (the API's Table). Static addresses (item 2): a pod annotated `netlease.io/ip-addresses` gets that
 // address; a second pod asking for it on the other node does not start while the first holds it
-// (the kubelet's FailedCreatePodSandBox event carries `static-address-held`, naming the node that
-// holds it),
-// and once the first pod is deleted the kubelet's next try gives it the address; an address outside
+// (the kubelet's FailedCreatePodSandBox event carries `static-address-held`, naming the node and
+// the pod that hold it), and once the first pod is deleted the kubelet's next try gives it the address; an address outside
 // the pool never starts (`invalid-static-address`, a request error: no lease). Who had an address
 // when (item 6): `netleasectl ip --history` lists both holders with from and to, and `--at` a moment
 // of the first's names it. The heavy pass only: as pods, the harness does not set the chart's
@@ -129,11 +128,11 @@ heavyOnly(
       1000,
       'a FailedCreatePodSandBox event of second with static-address-held',
     );
-    // Held on another node: the pool names the node whose pinned block holds it (the node's own
-    // table would name the lease, as it does for a pod asking on the holder's node).
-    expect(held.find((m) => m.includes('static-address-held:'))).toContain(
-      `${address} is in block ${address}/32 of node ${nodeNames[0]}`,
-    );
+    // Held on another node: the pool names the node whose pinned block holds it, and the control
+    // worker the pod that holds it there (read from that node's table and the lease).
+    const refusal = held.find((m) => m.includes('static-address-held:'));
+    expect(refusal).toContain(`${address} is in block ${address}/32 of node ${nodeNames[0]}`);
+    expect(refusal).toContain(`held there by pod ${namespace}/first (UID ${pods.first}`);
     expect((await readPod('second')).status?.phase).toBe('Pending');
     await real.core.deleteNamespacedPod({ namespace, name: 'first' });
     expect(await runningAddresses('second', pods.second, nodeNames[1])).toContain(address);

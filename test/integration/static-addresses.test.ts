@@ -4,7 +4,8 @@
 // outside a block its node holds, the address comes as a pinned one-address block the pool's
 // table holds. Another pod asking for it is answered 11 `static-address-held` naming where it is,
 // and gets it once the first pod is gone and the address has cooled down (its pinned block back in
-// the pool), on the other node. An address the pool cannot hand out is error 7 and starts nothing.
+// the pool), on the other node; the refusal names the pod that holds it there. An address the pool
+// cannot hand out is error 7 and starts nothing.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { globalAddresses } from '../../kernel/links';
 import { leaseWorkflowId, poolWorkflowId } from '../../domain/ids';
@@ -119,6 +120,10 @@ test('another pod asking for it on the other node: 11 static-address-held, namin
   expect(outcome.json?.msg).toContain(
     `static-address-held: ${FAR} is in block ${FAR}/32 of node ${NODES[0]}`,
   );
+  // The holder named, as its node's table and lease hold it.
+  expect(outcome.json?.msg).toContain(
+    `held there by pod ${scenario.cluster.namespace}/${first.name} (UID ${first.uid}, lease ${leaseWorkflowId(first.uid, 'eth0')})`,
+  );
   expect((await second.netns.links()).map((l) => l.ifname)).toEqual(['lo']);
   expect(await ownBlocks(NODES[1])).not.toContain(`${FAR}/32`);
   // The node agent says the same on the pod, as for every refusal.
@@ -155,6 +160,7 @@ test('an address in a block its node holds comes from that block; the other node
   const outcome = await call('ADD', far);
   expect({ exitCode: outcome.exitCode, code: outcome.json?.code }).toEqual({ exitCode: 1, code: 11 });
   expect(outcome.json?.msg).toContain(`is in block ${block} of node ${NODES[0]}`);
+  expect(outcome.json?.msg).toContain('no pod holds it there');
 }, 90_000);
 
 test.each([

@@ -101,3 +101,24 @@ test("a pool's blocks rebuilt: a node's table wins over a hand-out to another no
   expect(report.reassigned).toEqual([{ block: '198.18.0.0/29', from: 'b', to: 'a' }]);
   expect(report.duplicates).toEqual(['block 198.18.0.16/29 is held by nodes a and c']);
 });
+
+test('an address a lease asked for by name comes back in its own pinned block, not a whole pool block', () => {
+  // The soak: a /26 cut around a static address fenced the other static addresses in it for good.
+  const state = empty();
+  const report = rebuildNodeTables(
+    state,
+    evidence({
+      leases: [
+        { owner: 'lease/s/eth0', podUid: 's', pool: 'p', addresses: ['198.18.0.10'], asked: ['198.18.0.10'] },
+        { owner: 'lease/o/eth0', podUid: 'o', pool: 'p', addresses: ['198.18.0.17'], asked: [] },
+      ],
+    }),
+    0,
+    1000,
+  );
+  expect((state.tables.p ?? emptyTable()).blocks.map((b) => b.cidr)).toEqual([
+    '198.18.0.10/32',
+    '198.18.0.16/29',
+  ]);
+  expect(report.allocationsAdded).toEqual(['198.18.0.10', '198.18.0.17']);
+});

@@ -104,6 +104,50 @@ test('a block given back or moved while the pool rebuilds is refused as retryabl
   await pool.terminate('test done');
 });
 
+test("a node's named blocks the pool recorded before its incarnation was known go back and move", async () => {
+  // What a node run that rebuilt before it observed its Node left in the pool (the soak: a pinned
+  // block recorded with incarnation '' never went back, and fenced its address from other nodes).
+  const unobserved = { node: 'n1', incarnation: '' };
+  const input: PoolInput = {
+    spec: { ...spec, name: uniqueName('unobserved') },
+    historyLimit: 1000,
+    state: {
+      spec,
+      results: [],
+      blocks: {
+        '198.18.0.3/32': unobserved,
+        '198.18.0.16/29': unobserved,
+        '198.18.0.32/29': unobserved,
+        '198.18.0.24/29': { node: 'n2', incarnation: '' },
+      },
+    },
+  };
+  const pool = await t.env.client.workflow.start(POOL_WORKFLOW_TYPE, {
+    workflowId: poolWorkflowId(input.spec.name),
+    taskQueue: t.taskQueue,
+    args: [input],
+  });
+  const giveBack = (blocks?: string[]) =>
+    pool.executeUpdate(returnBlocksUpdate, {
+      args: [{ node: 'n1', incarnation: 'i1', ...(blocks ? { blocks } : {}) }],
+    });
+  // Unnamed (all of i1's): '' blocks are not known to be i1's, and stay.
+  expect(await giveBack()).toEqual([]);
+  // Named by the node: its own go back; another node's does not.
+  expect(await giveBack(['198.18.0.3/32', '198.18.0.24/29'])).toEqual(['198.18.0.3/32']);
+  expect(
+    await pool.executeUpdate(moveBlocksUpdate, {
+      args: [{ node: 'n1', from: 'i1', to: 'i2', blocks: ['198.18.0.16/29'] }],
+    }),
+  ).toEqual(['198.18.0.16/29']);
+  expect((await pool.query(poolStateQuery)).blocks).toEqual({
+    '198.18.0.16/29': { node: 'n1', incarnation: 'i2' },
+    '198.18.0.32/29': unobserved,
+    '198.18.0.24/29': { node: 'n2', incarnation: '' },
+  });
+  await pool.terminate('test done');
+});
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 1);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 2);
 });

@@ -2,7 +2,7 @@
 // reterm) and given back by the release. The reservation stays bound to the pod until then
 // (seed 003: nothing is popped at consume).
 import { isCancellation, setCurrentDetails } from '@temporalio/workflow';
-import { FailureType } from '../../domain/lease';
+import { askedAddresses, FailureType } from '../../domain/lease';
 import { addressList, summary } from '../dataplane';
 import { toApplicationFailure } from '../failures';
 import { produceAddresses, returnAddresses } from './addresses';
@@ -36,7 +36,7 @@ export class Production {
             podUid: start.podUid,
             nodeName: start.nodeName,
             pool: start.pool,
-            ...(start.staticAddresses ? { addresses: start.staticAddresses.split(',') } : {}),
+            ...(start.staticAddresses ? { addresses: askedAddresses(start) } : {}),
             ...(start.stickyKey ? { reservation: start.stickyKey } : {}),
           },
         ),
