@@ -7,9 +7,7 @@
 // Sticky addresses (issue 29 item 1) with the same controller: a StatefulSet whose pod template
 // opts in keeps each ordinal's addresses when the controller recreates a pod and across a
 // scale-down and up; the pool workflow shows the reservations, which end once the StatefulSet is
-// deleted. And whereabouts' StatefulSet scenario: 20 replicas scaled by -5, -10, +20 and deleted:
-// one allocation per family per live pod at every step, none after the deletion, and no reservation
-// left (in the heavy pass; the in-cluster pass skips it).
+// deleted. (Whereabouts' StatefulSet scenario, 20 replicas scaled: e2e/statefulset-scaled.)
 import { expectReplayed } from '../harness/replay';
 import type { V1Pod } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { nodeWorkflowId, reconcileScheduleId } from '../../domain/ids';
@@ -18,14 +16,12 @@ import { LinkSchema } from '../../kernel/links';
 import { knownLeases } from '../../temporal/visibility';
 import { BUSYBOX_IMAGE } from '../../tools/node-images';
 import { nodeStateQuery } from '../../workflows/node-messages';
-import { poolWorkflowId } from '../../domain/ids';
-import { reservationsQuery } from '../../workflows/pool-messages';
-import { mergePatch } from '../harness/kube';
 import { sampleAddresses, type AddressReaders, type AddressRound } from '../harness/address-samples';
 import { sandboxNetns } from '../harness/real-node';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { inClusterMode, leaseOfPod, useRealCluster } from '../harness/real-cluster';
+import { leaseOfPod, useRealCluster } from '../harness/real-cluster';
+import { podIps, stickyStatefulSets } from '../harness/sticky-statefulsets';
 
 const RECONCILE_SECONDS = 2;
 const namespace = 'default';
@@ -38,9 +34,9 @@ const real = useRealCluster({
 });
 
 const leaseOf = (uid: string) => leaseOfPod(real.temporal, uid);
+const sets = stickyStatefulSets(real, nodeName, namespace);
 
 const sorted = (values: string[]) => [...values].sort();
-const podIps = (pod: V1Pod | undefined) => sorted((pod?.status?.podIPs ?? []).map((p) => p.ip));
 const listPods = async () =>
   (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` })).items;
 const named = (pods: V1Pod[], name: string) => pods.find((p) => p.metadata?.name === name);
@@ -175,55 +171,13 @@ test('web-0 recreated by the StatefulSet controller keeps its new lease while Pe
   expect(sorted(onLink)).toEqual(addresses);
 }, 600_000);
 
-/** `replicas` sleeping busybox pods of StatefulSet `name`, whose template opts in to sticky addresses. */
-const stickyStatefulSet = (name: string, replicas: number) =>
-  real.apps.createNamespacedStatefulSet({
-    namespace,
-    body: {
-      metadata: { name },
-      spec: {
-        replicas,
-        serviceName: name,
-        selector: { matchLabels: { app: name } },
-        template: {
-          metadata: { labels: { app: name }, annotations: { 'netlease.io/sticky-addresses': 'true' } },
-          spec: {
-            terminationGracePeriodSeconds: 2,
-            containers: [
-              { name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] },
-            ],
-          },
-        },
-      },
-    },
-  });
-
-/** The set's Running pods (not being deleted) by name → their podIPs, once there are `count`, `except` UIDs aside. */
-async function runningIps(name: string, count: number, except: string[] = []) {
-  const pods = await waitForValue(
-    async () => (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${name}` })).items,
-    (items) =>
-      items.filter(
-        (p) =>
-          p.status?.phase === 'Running' &&
-          !p.metadata?.deletionTimestamp &&
-          !except.includes(p.metadata?.uid ?? '') &&
-          podIps(p).length === 2,
-      ).length === count && items.length === count,
-    240_000,
-    500,
-    `${count} Running pods of ${name}`,
-  );
-  return new Map(pods.map((p) => [p.metadata?.name ?? '', { uid: p.metadata?.uid ?? '', ips: podIps(p) }]));
-}
-
 test('a sticky StatefulSet keeps each ordinal’s addresses when a pod is recreated and across scale-down and up', async () => {
   const name = 'db';
-  await stickyStatefulSet(name, 2);
-  const first = await runningIps(name, 2);
+  await sets.create(name, 2);
+  const first = await sets.runningIps(name, 2);
   const kept = new Map([...first].map(([pod, { ips }]) => [pod, ips]));
   expect(new Set([...kept.values()].flat()).size).toBe(4);
-  const reservations = await poolReservations();
+  const reservations = await sets.reservations();
   for (const [pod, ips] of kept)
     expect(
       sorted(reservations[`${namespace}/${name}/${pod.replace(`${name}-`, '')}`]?.addresses ?? []),
@@ -232,103 +186,20 @@ test('a sticky StatefulSet keeps each ordinal’s addresses when a pod is recrea
   // The controller recreates db-1 under its name (a new UID): the same addresses, once the old one let go.
   const oldUid = first.get('db-1')?.uid ?? '';
   await real.core.deleteNamespacedPod({ name: 'db-1', namespace });
-  const recreated = await runningIps(name, 2, [oldUid]);
+  const recreated = await sets.runningIps(name, 2, [oldUid]);
   expect(recreated.get('db-1')?.uid).not.toBe(oldUid);
   expect(recreated.get('db-1')?.ips).toEqual(kept.get('db-1'));
 
   // Scaled to 1 and back to 2: db-1 comes back with its addresses; db-0 never moved.
-  const scale = (replicas: number) =>
-    real.apps.patchNamespacedStatefulSet(
-      { name, namespace, body: { spec: { replicas } } },
-      mergePatch(real.kube),
-    );
-  await scale(1);
-  await runningIps(name, 1);
-  await scale(2);
-  const back = await runningIps(name, 2);
+  await sets.scale(name, 1);
+  await sets.runningIps(name, 1);
+  await sets.scale(name, 2);
+  const back = await sets.runningIps(name, 2);
   expect(back.get('db-1')?.ips).toEqual(kept.get('db-1'));
   expect(back.get('db-0')?.ips).toEqual(kept.get('db-0'));
   await real.apps.deleteNamespacedStatefulSet({ name, namespace });
-  await reservationsEnd(name);
+  await sets.reservationsEnd(name);
 }, 600_000);
-
-const poolReservations = () =>
-  real.temporal.client.workflow.getHandle(poolWorkflowId(real.temporal.taskQueue)).query(reservationsQuery);
-
-/** The StatefulSet deleted, its pods collected: the reconciler's sweep ends its ordinals' reservations. */
-async function reservationsEnd(name: string): Promise<void> {
-  const ofSet = (r: Awaited<ReturnType<typeof poolReservations>>) =>
-    Object.keys(r).filter((key) => key.startsWith(`${namespace}/${name}/`));
-  await waitForValue(
-    poolReservations,
-    (r) => ofSet(r).length === 0,
-    240_000,
-    1000,
-    `the reservations of ${name} ended`,
-  );
-}
-
-/** The node's allocations by pod UID (its pool's table). */
-async function allocationsByPod(): Promise<Map<string, string[]>> {
-  const [node] = await readers.nodeTables();
-  const table = node?.tables[real.temporal.taskQueue];
-  const byPod = new Map<string, string[]>();
-  for (const a of Object.values(table?.allocations ?? {}))
-    byPod.set(a.podUid, [...(byPod.get(a.podUid) ?? []), a.address].sort());
-  return byPod;
-}
-
-/** Once settled: each live pod of the set holds its two addresses, and no other pod of it holds any. */
-async function onePerLivePod(name: string, count: number, gone: Set<string>): Promise<void> {
-  const live = await runningIps(name, count);
-  const uids = new Set([...live.values()].map((p) => p.uid));
-  const settled = await waitForValue(
-    allocationsByPod,
-    (byPod) => [...gone].every((uid) => !byPod.has(uid) || uids.has(uid)),
-    120_000,
-    500,
-    `no allocation of a deleted pod of ${name}`,
-  );
-  for (const { uid, ips } of live.values()) expect(settled.get(uid)).toEqual(ips);
-  for (const uid of uids) gone.add(uid);
-}
-
-(inClusterMode() ? test.skip : test)(
-  "whereabouts' StatefulSet scenario: 20 replicas scaled by -5, -10, +20, deleted; one allocation per live pod",
-  async () => {
-    const name = 'scaled';
-    const seen = new Set<string>();
-    await stickyStatefulSet(name, 20);
-    const scale = (replicas: number) =>
-      real.apps.patchNamespacedStatefulSet(
-        { name, namespace, body: { spec: { replicas } } },
-        mergePatch(real.kube),
-      );
-    await onePerLivePod(name, 20, seen);
-    for (const replicas of [15, 5, 25]) {
-      await scale(replicas);
-      await onePerLivePod(name, replicas, seen);
-    }
-    await real.apps.deleteNamespacedStatefulSet({ name, namespace });
-    await waitForValue(
-      async () => (await real.core.listNamespacedPod({ namespace, labelSelector: `app=${name}` })).items,
-      (items) => items.length === 0,
-      240_000,
-      500,
-      `the pods of ${name} gone`,
-    );
-    const left = await waitForValue(
-      allocationsByPod,
-      (byPod) => [...seen].every((uid) => !byPod.has(uid)),
-      120_000,
-      500,
-      `no allocation of ${name}'s pods`,
-    );
-    expect([...seen].filter((uid) => left.has(uid))).toEqual([]);
-    await reservationsEnd(name);
-  },
-  1_200_000,
-);
 
 test('histories of this file replay without nondeterminism', async () => {
   await expectReplayed(real.temporal, 5); // four leases (web-0 twice) and the node's workflow at least
