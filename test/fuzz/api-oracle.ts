@@ -10,6 +10,7 @@ export function judgeApi(
   input: { call?: FuzzInput; raw?: unknown },
   outcome: { status?: number; body: string; timedOut: boolean; ms: number; error?: string },
   deadlineMs: number,
+  offerHeld = false,
 ): Judged {
   if (outcome.timedOut)
     return { verdict: { kind: 'broken' }, problems: [`hang: no answer within ${deadlineMs} ms`] };
@@ -42,7 +43,7 @@ export function judgeApi(
       problems: [`not an {exitCode, stdout} answer: ${outcome.body.slice(0, 200)}`],
     };
   const call = { exitCode: answer.exitCode, stdout: answer.stdout, ms: outcome.ms, timedOut: false };
-  return judge(input.call, call, { target: 'api', deadlineMs });
+  return judge(input.call, call, { target: 'api', deadlineMs, offerHeld });
 }
 
 /**

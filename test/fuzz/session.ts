@@ -116,6 +116,12 @@ export class FuzzSession {
     return stray;
   }
 
+  /** Whether the agent holds an offer of the call's lease now, before the call. */
+  private async offerHeld(call: FuzzInput | undefined): Promise<boolean> {
+    const leaseId = call && leaseIdOf(call);
+    return leaseId !== undefined && (await this.site.offerHeld(leaseId));
+  }
+
   private throwing(problems: string[]): void {
     if (problems.length) throw new Violation(problems);
   }
@@ -128,9 +134,10 @@ export class FuzzSession {
       fc.pre(!(unreachable && input.env.CNI_COMMAND === 'DEL'));
       fc.pre(agentTemporalAddress(input.stdin) !== DEFAULT_TEMPORAL);
       const problems = await this.once('shim', input, async () => {
+        const offerHeld = await this.offerHeld(input);
         const outcome = await callShim(input, this.site.where());
         const carried = { ...input, env: execEnv(input.env) };
-        const context = { target: 'shim' as const, unreachable, deadlineMs: CALL_DEADLINE_MS };
+        const context = { target: 'shim' as const, unreachable, deadlineMs: CALL_DEADLINE_MS, offerHeld };
         return { ...judge(carried, outcome, context), ms: outcome.ms };
       });
       this.throwing(problems);
@@ -143,8 +150,9 @@ export class FuzzSession {
       const request = apiRequest(input, this.site.where());
       const posted = input.call && shimCouldPost(input.call, request.body) ? input : { raw: true };
       const problems = await this.once('api', input.call, async () => {
+        const offerHeld = await this.offerHeld(input.call);
         const outcome = await callApi(this.site.terms.agentSocket, request);
-        return { ...judgeApi(posted, outcome, CALL_DEADLINE_MS), ms: outcome.ms };
+        return { ...judgeApi(posted, outcome, CALL_DEADLINE_MS, offerHeld), ms: outcome.ms };
       });
       this.throwing(problems);
     });

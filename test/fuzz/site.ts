@@ -37,6 +37,8 @@ export interface FuzzSite {
   /** The agent's files, the namespaces' links and, with an id, that lease. */
   snapshot(leaseId: string | undefined): Promise<Snapshot>;
   leaseMark(leaseId: string): Promise<string>;
+  /** Whether the agent holds an offer of this lease on disk (pre-produced, or a cold ADD's answer). */
+  offerHeld(leaseId: string): Promise<boolean>;
   /** After a call that may have changed state: its lease and the agent's files quiet, the pod namespace pristine. */
   settle(leaseId: string | undefined): Promise<void>;
   /** Starts the agent again (after it died). */
@@ -159,6 +161,14 @@ export async function openFuzzSite(prefix: string): Promise<FuzzSite> {
       return { files, host: hostLinks, pod: podLinks, ...(lease ? { lease } : {}) };
     },
     leaseMark: (leaseId) => leaseMark(scenario.temporal.client, leaseId),
+    async offerHeld(leaseId) {
+      const texts = await Promise.all(
+        (await readdir(offerDir).catch(() => [] as string[])).map((n) =>
+          readFile(join(offerDir, n), 'utf8').catch(() => ''),
+        ),
+      );
+      return texts.some((t) => t.includes(`"leaseId":${JSON.stringify(leaseId)}`));
+    },
     async settle(leaseId) {
       if (leaseId) await leaseSettled(scenario, leaseId);
       await agentFilesSettled(offerDir, paths.deleteQueue);
