@@ -108,6 +108,11 @@ export function kubeApiError(err: unknown): unknown {
   const { code, body, statusCode } = err as { code?: unknown; body?: unknown; statusCode?: unknown };
   if (typeof statusCode === 'number') return new KubeApiError(statusCode, err.message, '');
   if (!err.message.startsWith('HTTP-Code:') || typeof code !== 'number') return err;
+  return kubeRefusal(code, body);
+}
+
+/** An answer other than 200 (its status code, and its body: a Status, its JSON text, or not) as a KubeApiError. */
+export function kubeRefusal(code: number, body: unknown): KubeApiError {
   const status = statusOf(body);
   return new KubeApiError(code, status.reason ?? STATUS_CODES[code] ?? '', status.message ?? '');
 }

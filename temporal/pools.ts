@@ -19,7 +19,7 @@ import {
 import { servedPoolSpec } from './histories';
 import { startAgain } from './start-again';
 import { openPoolsQuery } from './visibility';
-import { isGoneError, isUpdateRefusal, unlessGone } from './workflow-gone';
+import { isGoneError, isOutlivedUpdate, isUpdateRefusal, unlessGone } from './workflow-gone';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 
 /** The start options of a pool's workflow. */
@@ -96,10 +96,7 @@ export async function reopenClosedPools(client: Client, config: NetleaseConfig):
 }
 
 /** Closed before it took the update (terminated from the UI meanwhile): not the config's fault. */
-const closedMeanwhile = (err: unknown): boolean =>
-  isGoneError(err) ||
-  (isUpdateRefusal(err) &&
-    (err.cause as { type?: string } | undefined)?.type === 'AcceptedUpdateCompletedWorkflow');
+const closedMeanwhile = (err: unknown): boolean => isGoneError(err) || isOutlivedUpdate(err);
 
 /** Times a pool closed under its configure is opened again before the control worker gives up. */
 const REOPENS = 5;

@@ -21,6 +21,14 @@ export function isUpdateRefusal(err: unknown): err is WorkflowUpdateFailedError 
   return err instanceof WorkflowUpdateFailedError;
 }
 
+/** An update its run held accepted and then closed without taking (terminated, reset): a next run may take it. */
+export function isOutlivedUpdate(err: unknown): err is WorkflowUpdateFailedError {
+  return (
+    isUpdateRefusal(err) &&
+    (err.cause as { type?: string } | undefined)?.type === 'AcceptedUpdateCompletedWorkflow'
+  );
+}
+
 /** `call`'s value, or `whenGone` when its workflow is gone; any other failure is thrown. */
 export async function unlessGone<T, G>(call: () => Promise<T>, whenGone: G): Promise<T | G> {
   try {

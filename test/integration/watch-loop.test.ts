@@ -197,11 +197,34 @@ test('a watch whose connection goes silent is reported within its bound and reop
     expect(handled.has('during-silence')).toBe(false);
     const openedBefore = loop.stats.opened;
     await proxy.restore();
-    // Reopened (its first events are every pod): the pod made while it was silent is seen.
+    // Reopened (it goes on from the last resourceVersion it heard): the pod made while it was silent is seen.
     expect(await waitFor(() => handled.has('during-silence'), 30_000)).toBe(true);
     expect(loop.stats.opened).toBeGreaterThan(openedBefore);
     loop.stop();
   } finally {
     await proxy.close();
   }
+});
+
+test('a failed handling is tried again with no new event, until it succeeds', async () => {
+  const errors: unknown[] = [];
+  const tries: Seen[] = [];
+  const loop = watchPods(
+    4,
+    async (event) => {
+      if (event.name !== 'flaky') return;
+      tries.push(event);
+      // Its first two handlings fail, as a quorum read or a signal refused while a link is down.
+      if (tries.length <= 2) throw new Error(`refused ${tries.length}`);
+    },
+    errors,
+  );
+  await cluster.createPod('flaky', 'node-e');
+  expect(await waitFor(() => tries.length >= 3 || errors.length > 2, 30_000)).toBe(true);
+  expect(await waitFor(() => loop.pending === 0, 10_000)).toBe(true);
+  loop.stop();
+  expect(errors.map(errorMessage)).toEqual(['refused 1', 'refused 2']);
+  expect(tries.map((t) => t.type)).toEqual(['ADDED', 'ADDED', 'ADDED']);
+  expect(new Set(tries.map((t) => t.resourceVersion)).size).toBe(1); // the same state, no new event
+  expect(loop.stats.retried).toBe(2);
 });

@@ -5,9 +5,9 @@
 // worker: an unsafe one refused at start-up while the old config keeps running, a safe one (a CIDR
 // added) applied. Each action the product must refuse or ignore is checked here (`operator`
 // violations); what it must recover from is the checker's (nothing lost, no duplicate).
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { leaseWorkflowId, nodeWorkflowId, poolWorkflowId } from '../../domain/ids';
 import type { PoolSpec } from '../../domain/config';
+import { unlessGone } from '../../temporal/workflow-gone';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { poolStateQuery } from '../../workflows/pool-messages';
 import type { Finding } from './checker';
@@ -178,16 +178,7 @@ export class Operator {
   private async started(ids: string[]): Promise<string[]> {
     const client = this.ctx.stack.client.workflow;
     const found = await Promise.all(
-      ids.map((id) =>
-        client
-          .getHandle(id)
-          .describe()
-          .then(() => true)
-          .catch((error: unknown) => {
-            if (error instanceof WorkflowNotFoundError) return false;
-            throw error;
-          }),
-      ),
+      ids.map((id) => unlessGone(async () => Boolean(await client.getHandle(id).describe()), false)),
     );
     return ids.filter((_, i) => found[i]);
   }
@@ -196,9 +187,9 @@ export class Operator {
   private async running(ids: string[]): Promise<string[]> {
     const client = this.ctx.stack.client.workflow;
     const statuses = await Promise.all(
-      (await this.started(ids)).map(async (id) => [id, (await client.getHandle(id).describe()).status.name]),
+      ids.map((id) => unlessGone(async () => (await client.getHandle(id).describe()).status.name, 'NONE')),
     );
-    return statuses.filter(([, status]) => status === 'RUNNING').map(([id]) => id ?? '');
+    return ids.filter((_, i) => statuses[i] === 'RUNNING');
   }
 
   /** Runs the CLI; its outcome in a word (a refusal, such as a run closed meanwhile, is not the product's). */

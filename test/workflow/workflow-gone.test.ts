@@ -7,6 +7,7 @@ import { consumeLease } from '../../cni/consume';
 import type { ProduceInput, Produced } from '../../activities/addresses';
 import { leaseWorkflowId } from '../../domain/ids';
 import { FailureType, termsOf, type LeaseStart } from '../../domain/lease';
+import { callUpdate, UPDATE_OUTLIVED } from '../../activities/update-call';
 import { isGoneError, isUpdateRefusal, unlessGone, workflowIsGone } from '../../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE, offerUpdate, retrySignal } from '../../workflows/lease-messages';
 import { acceptedUpdates } from '../harness/history';
@@ -109,6 +110,20 @@ test('a closed workflow is gone; an update it held accepted when it closed is no
   ]);
 });
 
+test("an activity's update that its run outlived is retried, not failed for good", async () => {
+  const lease = await startLease(startOf(uniqueName('never')));
+  const inFlight = failureOf(callUpdate(() => lease.executeUpdate(offerUpdate)));
+  await waitForValue(
+    () => acceptedUpdates(t.env.client, lease.workflowId),
+    (names) => names.includes('offer'),
+    15_000,
+  );
+  await lease.terminate('an operator terminates the node while it holds a release');
+  const failure = await inFlight;
+  expect(failure).toBeInstanceOf(ApplicationFailure);
+  expect(failure).toMatchObject({ type: UPDATE_OUTLIVED, nonRetryable: false });
+});
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 3);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 4);
 });
