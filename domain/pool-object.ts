@@ -41,6 +41,8 @@ export const PoolObjectSchema = z.looseObject({
   status: z.looseObject({ conditions: z.array(ConditionSchema).catch([]).default([]) }).optional(),
 });
 export type PoolObject = z.infer<typeof PoolObjectSchema>;
+/** A NetleasePool's identity: all a deletion needs (one a watch's relist inferred carries no spec). */
+export const PoolIdentitySchema = PoolObjectSchema.pick({ metadata: true });
 
 /** The object's spec as a PoolSpec, or why it is not one (each problem naming its `spec.` field). */
 export function poolSpecOf(object: PoolObject): { spec: PoolSpec } | { invalid: string } {

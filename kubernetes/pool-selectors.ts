@@ -13,6 +13,7 @@ import {
   POOL_GROUP,
   POOL_PLURAL,
   POOL_VERSION,
+  PoolIdentitySchema,
   PoolObjectSchema,
 } from '../domain/pool-object';
 import type { PoolSelectors } from '../domain/pool-selection';
@@ -109,15 +110,23 @@ export class ServedPoolObjects {
   }
 
   private keep(type: string, raw: unknown): void {
+    // A deleted object's workflow serves the leases it has, but no new pod is given its pool. (A
+    // deletion a relist inferred carries the object's identity only.)
+    if (type === 'DELETED') return this.forget(PoolIdentitySchema.safeParse(raw).data?.metadata);
     const parsed = PoolObjectSchema.safeParse(raw);
     if (!parsed.success) return;
     const object = parsed.data;
     const { name, uid = name } = object.metadata;
     this.awaited.delete(uid);
-    // A deleted object's workflow serves the leases it has, but no new pod is given its pool.
-    if (type === 'DELETED') return void this.seen.delete(uid);
     const applied = appliedSpecOf(object);
     const before = this.seen.get(uid)?.served;
     this.seen.set(uid, { name, served: applied ? selectorsOf(name, applied) : before });
+  }
+
+  private forget(identity: { name: string; uid?: string } | undefined): void {
+    if (!identity) return;
+    const uid = identity.uid ?? identity.name;
+    this.awaited.delete(uid);
+    this.seen.delete(uid);
   }
 }

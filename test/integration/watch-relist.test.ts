@@ -5,14 +5,17 @@
 // answers 410 Gone) the loop lists again, and a pod or Node it knew that the list no longer holds
 // is handed to its handler as deleted, by identity (the soak's 10,000 lifecycles: 16 leases waited
 // for the reconciler's sweep because a relist after `restart-kube` never said their pods were gone).
+// A NetleasePool deleted so is no longer offered to pool selection.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeSchema, PodSchema } from '../../domain/k8s';
 import { connectKube, type KubeClients } from '../../kubernetes/kube';
 import { watchForever, type WatchLoop } from '../../kubernetes/watch-loop';
+import { ServedPoolObjects } from '../../kubernetes/pool-selectors';
 import { startLocalKube, type LocalKube } from '../../tools/kube-apiserver';
 import { freePort, waitFor } from '../../tools/processes';
+import { installPoolCrd, poolObjects } from '../harness/pool-objects';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
 
 const dir = mkdtempSync(join(tmpdir(), 'netlease-relist-'));
@@ -127,6 +130,17 @@ test('after a restarted apiserver answers 410 Gone, the list again hands over wh
   const errors: unknown[] = [];
   const pods = watch(PODS, handled, errors, PodSchema);
   const nodes = watch('/api/v1/nodes', handled, errors, NodeSchema);
+  // The agent's NetleasePools (pool selection): a deleted pool must stop being offered.
+  await installPoolCrd(direct);
+  const pools = poolObjects(direct);
+  await pools.create('pool-gone', { cidrs: ['10.9.0.0/16'] });
+  await pools.create('pool-kept', { cidrs: ['10.8.0.0/16'] });
+  const served = new ServedPoolObjects(watched).start((err) => errors.push(err));
+  const poolNames = () => {
+    const told = served.served();
+    return told ? [...told.pools.map((p) => p.name), ...told.unread].sort() : undefined;
+  };
+  expect(await waitFor(() => poolNames()?.length === 2, 30_000)).toBe(true);
   const gone = await createPod('gone');
   const renamed = await createPod('reused'); // deleted and made again under its name: another UID
   await createPod('kept');
@@ -140,6 +154,7 @@ test('after a restarted apiserver answers 410 Gone, the list again hands over wh
   await deletePod('reused');
   const reused = await createPod('reused');
   await direct.core.deleteNode({ name: 'node-gone', gracePeriodSeconds: 0 });
+  await pools.delete('pool-gone');
   await kube.stop(); // a new apiserver's watch cache starts after the watches' last resourceVersion
   await startKube();
   await proxy.restore();
@@ -166,4 +181,7 @@ test('after a restarted apiserver answers 410 Gone, the list again hands over wh
   expect(pods.stats).toMatchObject({ listed: 2, vanished: 2 });
   expect(nodes.stats).toMatchObject({ listed: 2, vanished: 1 });
   expect(since().some((h) => h.name === 'kept')).toBe(false);
+  // The deleted NetleasePool is no longer offered (its identity was enough); the other still is.
+  expect(await waitFor(() => poolNames()?.join() === 'pool-kept', 30_000)).toBe(true);
+  served.stop();
 }, 240_000);

@@ -12,6 +12,7 @@ import type { Client } from '@temporalio/client';
 import { ConfigError, type NetleaseConfig, type PoolSpec } from '../../domain/config';
 import {
   POOLS_PATH,
+  PoolIdentitySchema,
   PoolObjectSchema,
   poolObjectStatus,
   poolSpecOf,
@@ -127,14 +128,17 @@ export function followPoolObjects(site: PoolObjectsSite): PoolObjects {
   };
 
   const handle = async (type: string, raw: unknown) => {
+    // A deletion a relist inferred carries the object's identity only: its name is enough.
+    const deleted = type === 'DELETED' ? PoolIdentitySchema.safeParse(raw) : undefined;
+    if (deleted?.success) {
+      followed.delete(deleted.data.metadata.name);
+      const pool = deleted.data.metadata.name;
+      return log.info({ pool }, 'NetleasePool deleted: its pool keeps serving the leases it has');
+    }
     const parsed = PoolObjectSchema.safeParse(raw);
     if (!parsed.success) return log.warn({ error: parsed.error.message }, 'not a NetleasePool; ignored');
     const object = parsed.data;
     const { name, generation } = object.metadata;
-    if (type === 'DELETED') {
-      followed.delete(name);
-      return log.info({ pool: name }, 'NetleasePool deleted: its pool keeps serving the leases it has');
-    }
     const known = followed.get(name);
     if (known) known.object = object; // its latest status too: conditions keep their transition times
     if (known && known.generation === generation && known.applied.state !== 'pending') return;
