@@ -50,6 +50,11 @@ export interface RebuildReport {
   reassigned: Array<{ address: string; from: string; to: string }>;
   /** Owners whose allocation the table dropped: their remembered answers must be forgotten. */
   dropped: string[];
+  /**
+   * Owners the table holds an allocation for again: a release they were answered before the
+   * rebuild freed nothing the table now holds, so its remembered answer must be forgotten too.
+   */
+  restored: string[];
   /** Held twice by live holders: nothing can repair it here; said loudly. */
   duplicates: string[];
 }
@@ -65,6 +70,7 @@ const emptyReport = (): RebuildReport => ({
   allocationsAdded: [],
   reassigned: [],
   dropped: [],
+  restored: [],
   duplicates: [],
 });
 
@@ -161,6 +167,7 @@ function restoreClaim(
     report.reassigned.push({ address, from: existing.owner, to: lease.owner });
     report.dropped.push(existing.owner);
   } else report.allocationsAdded.push(address);
+  if (!report.restored.includes(lease.owner)) report.restored.push(lease.owner);
   const { family } = parseAddress(address);
   table.allocations[address] = {
     address,

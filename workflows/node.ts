@@ -48,7 +48,7 @@ export async function nodeWorkflow(input: NodeInput): Promise<never> {
   const incarnations = new Incarnations(run);
   incarnations.describe();
   const rebuild = new TableRebuild(run, memory, incarnations);
-  const pins = new PinnedReturns(run);
+  const pins = new PinnedReturns(run, () => rebuild.trusted() && !rebuild.busy());
   const allocator = new Allocator(run, incarnations, pins);
   const carried = (): NodeState => ({
     ...run.state,

@@ -1,12 +1,15 @@
 // A static address's pinned block (domain/static-addresses) goes back to the pool once the address
 // is released and has cooled down, so that the address can follow its pod to another node. Only
 // pinned blocks: a node keeps its pool blocks until its incarnation is gone (compensation).
-import { CancellationScope, sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import { isPinnedBlock } from '../../domain/static-addresses';
 import { expireCooldowns, type AllocationTable, type Block } from '../../domain/allocation';
 import { contains, parseAddress, parsePrefix } from '../../domain/cidr';
 import { returnBlocks } from './block-activities';
 import type { NodeRun } from './run';
+
+/** Marks runs that return a pinned block only from a verified table (the soak's reset run did not). */
+const RETURN_FROM_VERIFIED_TABLES = 'pinned-returns-verified-table';
 
 interface Unheld {
   pool: string;
@@ -20,7 +23,11 @@ export class PinnedReturns {
   /** A return in flight: its blocks must not be handed to a pod meanwhile. */
   private sending: Promise<void> | undefined;
 
-  constructor(private readonly run: NodeRun) {}
+  constructor(
+    private readonly run: NodeRun,
+    /** The table can be trusted now (not a reset run's unverified one, no rebuild running). */
+    private readonly verified: () => boolean = () => true,
+  ) {}
 
   /** No return is being sent: the run may continue-as-new (a wait for a cooldown starts again). */
   idle(): boolean {
@@ -48,6 +55,12 @@ export class PinnedReturns {
       const ready = unheld.filter((u) => u.coolsAt === undefined);
       if (ready.length === 0) {
         await sleep(Math.max(1, Math.min(...unheld.map((u) => u.coolsAt ?? 0)) - Date.now()));
+        continue;
+      }
+      // An unverified table may lack an allocation its rebuild gives back to a live lease: a block
+      // returned now could be handed to another node while that lease still holds its address.
+      if (!this.verified() && patched(RETURN_FROM_VERIFIED_TABLES)) {
+        await condition(this.verified);
         continue;
       }
       this.sending = this.send(ready);

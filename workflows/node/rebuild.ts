@@ -12,6 +12,13 @@ import { nodeTableEvidence } from './block-activities';
 import type { Incarnations } from './incarnations';
 import type { NodeRun } from './run';
 
+/**
+ * Marks runs whose rebuild forgets the remembered release answers of owners it restored (the soak
+ * that met it: a reset run released a sticky pod's address, the rebuild gave it back to the
+ * still-open lease, and the lease's next release was answered "nothing" from memory).
+ */
+const FORGET_RESTORED_RELEASES = 'rebuild-forgets-restored-releases';
+
 /** Marks runs that rebuild a table they did not carry (older runs started empty). */
 const FRESH_RUN_REBUILD = 'node-table-rebuild';
 
@@ -78,6 +85,8 @@ export class TableRebuild {
     const report = rebuildNodeTables(state, evidence, Date.now(), evidence.cooldownMs);
     // An owner whose allocation was dropped must not get it back from a remembered answer.
     for (const owner of report.dropped) this.memory.forget(`allocate/${owner}/`);
+    if (report.restored.length > 0 && patched(FORGET_RESTORED_RELEASES))
+      for (const owner of report.restored) this.memory.forget(`release/${owner}/`);
     // The run as the activity's recorded answer names it, not this run's id: replayed in a reset
     // run, an earlier run's rebuild must not vouch for this one.
     state.trustedRun = evidence.forRun;
