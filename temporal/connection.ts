@@ -119,6 +119,32 @@ export async function connectWorkerConnection(settings: TemporalConnection): Pro
   return NativeConnection.connect({ address: settings.address, tls });
 }
 
+/** Refused, reset, unresolvable or unanswered: Temporal is not there yet (a TLS or auth refusal is another matter). */
+const UNREACHABLE =
+  /tcp connect error|connection refused|connection reset|dns error|transport error|timed out|unavailable/i;
+
+/**
+ * `connectWorkerConnection`, tried again while Temporal cannot be reached (1 s, 2 s … 10 s apart,
+ * `onUnreachable` told each time): a control worker started while Temporal restarts waits for it
+ * instead of exiting (the soak counted three such exits as crashes, and a rollout's refusal of an
+ * unsafe pool change came out as a connection error instead of naming the field). Anything else
+ * (a TLS file, a refused certificate) is thrown at once.
+ */
+export async function connectWorkerConnectionWhenReachable(
+  settings: TemporalConnection,
+  onUnreachable: (err: unknown, retryInMs: number) => void,
+): Promise<NativeConnection> {
+  for (let delayMs = 1000; ; delayMs = Math.min(delayMs * 2, 10_000)) {
+    try {
+      return await connectWorkerConnection(settings);
+    } catch (err) {
+      if (!UNREACHABLE.test(err instanceof Error ? err.message : String(err))) throw err;
+      onUnreachable(err, delayMs);
+      await sleep(delayMs);
+    }
+  }
+}
+
 /**
  * A client in the settings' namespace on a Worker's connection: a process with a Worker calls
  * Temporal on the one connection it polls on. Core retries its calls and reconnects on the next

@@ -8,7 +8,11 @@
 // 5-s outage.
 import type { ConnectionLike } from '@temporalio/client';
 import { TemporalConnectionSchema } from '../../domain/config';
-import { connectConnection, connectWorkerConnection } from '../../temporal/connection';
+import {
+  connectConnection,
+  connectWorkerConnection,
+  connectWorkerConnectionWhenReachable,
+} from '../../temporal/connection';
 import { waitFor } from '../../tools/processes';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
 import { quietRuntime, temporalAddress } from '../harness/temporal';
@@ -83,3 +87,32 @@ test.each(kinds)(
     }),
   60_000,
 );
+
+test("a Worker's connection made while Temporal is unreachable waits for it; a TLS problem is thrown at once", async () => {
+  quietRuntime();
+  const proxy = await tcpProxy(temporalAddress());
+  try {
+    await proxy.cut(); // nothing listens: Temporal is restarting
+    const told: number[] = [];
+    const settings = TemporalConnectionSchema.parse({ address: proxy.address });
+    const connecting = connectWorkerConnectionWhenReachable(settings, (_, retryInMs) => told.push(retryInMs));
+    expect(await waitFor(() => told.length >= 2, 15_000)).toBe(true);
+    expect(told.slice(0, 2)).toEqual([1000, 2000]);
+    await proxy.restore();
+    const connection = await connecting;
+    await connection.workflowService.getSystemInfo({}); // connected once it came back
+    await connection.close();
+
+    const missing = TemporalConnectionSchema.parse({
+      address: proxy.address,
+      tls: { serverRootCACertificateFile: '/nonexistent/ca.pem' },
+    });
+    const toldBefore = told.length;
+    await expect(connectWorkerConnectionWhenReachable(missing, (_, ms) => told.push(ms))).rejects.toThrow(
+      /ca\.pem/,
+    );
+    expect(told.length).toBe(toldBefore);
+  } finally {
+    await proxy.close();
+  }
+}, 60_000);

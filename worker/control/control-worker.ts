@@ -8,9 +8,9 @@ import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { StatefulSetReader } from '../../kubernetes/statefulsets';
 import { connectKube } from '../../kubernetes/kube';
 import type { NetleaseConfig } from '../../domain/config';
-import { clientOn, connectWorkerConnection } from '../../temporal/connection';
+import { clientOn, connectWorkerConnectionWhenReachable } from '../../temporal/connection';
 import { configurePoolWorkflows, openPoolWorkflows } from '../../temporal/pools';
-import { silentLog, type Log } from '../../observability/log';
+import { errorMessage, silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
 import { configurePoolsWhileRunning } from './pool-configuration';
 import { followPoolObjects, type PoolObjects } from './pool-objects';
@@ -46,7 +46,9 @@ export async function createControlWorker(
 ): Promise<ControlWorker> {
   const { namespace, taskQueue } = config.temporal;
   // One connection: the Worker polls on it and every call of this process goes through it.
-  const connection = await connectWorkerConnection(config.temporal);
+  const connection = await connectWorkerConnectionWhenReachable(config.temporal, (err, retryInMs) =>
+    log.warn({ error: errorMessage(err), retryInMs }, 'Temporal is not reachable yet; trying again'),
+  );
   const client = clientOn(connection, config.temporal);
   const { kubernetes } = config;
   const kube = kubernetes ? await connectKube(kubernetes.kubeconfig, kubernetes.timeouts) : undefined;
