@@ -114,7 +114,9 @@ export function kubeApiError(err: unknown): unknown {
 /** An answer other than 200 (its status code, and its body: a Status, its JSON text, or not) as a KubeApiError. */
 export function kubeRefusal(code: number, body: unknown): KubeApiError {
   const status = statusOf(body);
-  return new KubeApiError(code, status.reason ?? STATUS_CODES[code] ?? '', status.message ?? '');
+  const reason = status.reason ?? STATUS_CODES[code] ?? '';
+  // A 401's Status says "Unauthorized" twice: one line says it once.
+  return new KubeApiError(code, reason, status.message === reason ? '' : (status.message ?? ''));
 }
 
 /** A watch's ERROR event (a Status object) as a KubeApiError. */
