@@ -51,7 +51,7 @@ import {
   type PoolEvidence,
   type PoolRebuildReport,
 } from '../domain/table-rebuild';
-import { untilTimeToContinue } from './continue-as-new';
+import { historyGauge, untilTimeToContinue } from './continue-as-new';
 import { failpoint } from './failpoints';
 import { noteIgnored } from './notes';
 import {
@@ -93,6 +93,7 @@ const CANCELLATION_IGNORED =
   'Terminate it to have it rebuilt from the nodes (docs/operating.md: "A lease that does not move")';
 
 export async function poolWorkflow(input: PoolInput): Promise<never> {
+  const historyLong = historyGauge(input.historyLimit);
   const pool = new Pool(input);
   // Begun before the handlers are set: a hand-out that came with the start must find it running.
   const rebuilt = CancellationScope.nonCancellable(() => pool.beginIfFresh());
@@ -103,7 +104,7 @@ export async function poolWorkflow(input: PoolInput): Promise<never> {
   return CancellationScope.nonCancellable(async () => {
     pool.details();
     await rebuilt;
-    await untilTimeToContinue(input.historyLimit, () => false);
+    await untilTimeToContinue(historyLong);
     failpoint('continue-as-new');
     // The memo (the pools the control worker serves) goes with the run, as the agents read it.
     return continueAsNew<typeof poolWorkflow>({

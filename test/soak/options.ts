@@ -50,6 +50,11 @@ export const SoakOptionsSchema = z
     everyFault: z
       .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')])
       .default(false),
+    /**
+     * Go on past `minutes` (up to three times as long) until this many lifecycles completed: a
+     * busy machine completes fewer in the time, and the run is judged on a workload this size.
+     */
+    atLeast: z.coerce.number().int().min(0).default(0),
     /** Pods in flight at once. */
     inFlight: z.coerce.number().int().min(1).max(64).default(12),
     /** The share of faults injected as a pair, the second while the first is under way. */

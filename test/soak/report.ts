@@ -51,6 +51,7 @@ export function formatReport(report: SoakReport): string {
     `soak seed ${report.seed}: ${w.completed} lifecycles completed (${w.abandoned} abandoned with their node) in ${seconds(report.durationMs)}`,
     `  ADDs ${w.adds} (errors by code ${JSON.stringify(w.addErrors)}), repeated ${w.repeatedAdds}; DELs ${w.dels} (errors ${JSON.stringify(w.delErrors)}), repeated ${w.repeatedDels}, without ADD ${w.delsWithoutAdd}`,
     `  deletions ${JSON.stringify(w.deletions)}, never Running ${w.neverRunning}, deleted before ADD ${w.deletedBeforeAdd}, names reused ${w.recreatedNames}, run again on a new machine ${w.reruns}`,
+    `  errors by reason ${JSON.stringify(w.errorReasons)}`,
     ...Object.entries(w.errorSamples).map(([key, msgs]) => `  ${key}: ${msgs.join(' | ')}`),
     `faults injected: ${report.faults.length}; convergence after each (kind, count, p50, p99):`,
     ...convergenceByKind(report.faults),
@@ -76,7 +77,7 @@ export function formatReport(report: SoakReport): string {
   );
   if (!isClean(report)) {
     lines.push(
-      `REPRODUCE: npm run soak -- --seed ${report.seed} --nodes ${report.options.nodes} --lifecycles ${report.options.lifecycles} --minutes ${report.options.minutes} --in-flight ${report.options.inFlight} --overlap ${report.options.overlap} --faults ${report.options.faults.join(',') || 'none'}`,
+      `REPRODUCE: npm run soak -- --seed ${report.seed} --nodes ${report.options.nodes} --lifecycles ${report.options.lifecycles} --minutes ${report.options.minutes} --in-flight ${report.options.inFlight} --overlap ${report.options.overlap} --fault-every-seconds ${report.options.faultEverySeconds} --every-fault ${report.options.everyFault} --at-least ${report.options.atLeast} --faults ${report.options.faults.join(',') || 'none'}`,
       'violations (read with `temporal workflow show --workflow-id <id>` on the kept state in the dir):',
       ...report.findings.map((f) => `  [${f.invariant}] ${f.detail}  histories: ${f.workflows.join(' ')}`),
       ...report.replayErrors.map((e) => `  [replay] ${e}`),

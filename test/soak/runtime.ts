@@ -80,6 +80,8 @@ export class CniRuntime {
     const error = CniErrorSchema.safeParse(outcome.json);
     const key = error.success ? String(error.data.code) : `exit ${outcome.exitCode}`;
     count(into, key);
+    const reason = error.success ? /^([a-z-]+):/.exec(error.data.msg ?? '')?.[1] : undefined;
+    count(this.stats.errorReasons, `${verb} ${key} ${reason ?? 'unnamed'}`);
     const samples = (this.stats.errorSamples[`${verb} ${key}`] ??= []);
     if (samples.length < 3)
       samples.push(error.success ? (error.data.msg ?? '') : outcome.stderr.slice(0, 300));

@@ -234,8 +234,9 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
     const end = began + options.minutes * 60_000;
     const hardEnd = began + 3 * options.minutes * 60_000;
     const everyKindDone = () => options.faults.every((kind) => injected.has(kind));
-    const goOn = () =>
-      !ending && (Date.now() < end || (options.everyFault && !everyKindDone() && Date.now() < hardEnd));
+    const wanting = () =>
+      (options.everyFault && !everyKindDone()) || workload.stats.completed < options.atLeast;
+    const goOn = () => !ending && (Date.now() < end || (wanting() && Date.now() < hardEnd));
     const faulting = injectFaults({
       faults: new Faults({ stack, workload, random, checker }),
       checker,

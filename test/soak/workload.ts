@@ -55,6 +55,8 @@ export interface WorkloadStats {
   deletions: Record<Deletion, number>;
   /** A repeated or re-run ADD that answered other addresses, or a DEL that failed for good. */
   broken: string[];
+  /** Errors per verb, code and the reason their message names first (`ADD 11 table-rebuilding`). */
+  errorReasons: Record<string, number>;
   /** The first few error messages per code, to read what the errors were. */
   errorSamples: Record<string, string[]>;
 }
@@ -76,6 +78,7 @@ const emptyStats = (): WorkloadStats => ({
   reruns: 0,
   deletions: { now: 0, graceful: 0, finalizer: 0 },
   broken: [],
+  errorReasons: {},
   errorSamples: {},
 });
 

@@ -1,7 +1,7 @@
 // What every concern of node/<nodeName> shares in one run: its input, the state it carries
 // across continue-as-new, and whether this run's history is long enough to continue.
 import { emptyTable, type AllocationTable } from '../../domain/allocation';
-import { historyTooLong } from '../continue-as-new';
+import { historyGauge } from '../continue-as-new';
 import type { NodeInput, NodeState } from '../node-messages';
 
 const initialState = (): NodeState => ({
@@ -17,9 +17,11 @@ const initialState = (): NodeState => ({
 
 export class NodeRun {
   readonly state: NodeState;
+  private readonly historyLong: () => boolean;
 
   constructor(readonly input: NodeInput) {
     this.state = input.state ?? initialState();
+    this.historyLong = historyGauge(input.historyLimit);
   }
 
   get nodeName(): string {
@@ -31,6 +33,6 @@ export class NodeRun {
   }
 
   historyFull(): boolean {
-    return historyTooLong(this.input.historyLimit);
+    return this.historyLong();
   }
 }
