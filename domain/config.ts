@@ -20,6 +20,9 @@ const namespaceName = temporalName.regex(
   'visible ASCII characters only (a gRPC header value)',
 );
 
+/** A task queue goes into visibility queries, where a control character fails the whole list. */
+const taskQueueName = temporalName.regex(/^\P{Cc}+$/u, 'no control characters');
+
 /**
  * host:port, the host a DNS name or IPv4 address (253) or a bracketed IPv6 address. Anything else
  * (no port, a URL) would only fail to connect: a mistake in the config, not a server away.
@@ -39,7 +42,7 @@ export const TemporalConnectionSchema = z
   .object({
     address: TemporalAddress.default('127.0.0.1:7233'),
     namespace: namespaceName.default('default'),
-    taskQueue: temporalName.default('netlease-control'),
+    taskQueue: taskQueueName.default('netlease-control'),
     tls: z
       .object({
         serverNameOverride: z.string().max(253).optional(),

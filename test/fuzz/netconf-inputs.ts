@@ -169,7 +169,8 @@ function settingsChanges(terms: FuzzTerms, prefix: string): fc.Arbitrary<ConfCha
     // The offer of a pre-produced lease answers its pod's ADD: that lease runs where the pool is.
     served(terms.taskQueue).map((c) => {
       const text = c.value as string;
-      const schema = text === '' || text.length > 255; // refused by every command; else only ADD asks
+      // Refused by every command (empty, too long, a control character); else only ADD asks.
+      const schema = text === '' || text.length > 255 || /\p{Cc}/u.test(text);
       return at('temporal.taskQueue', c, {
         names: ['taskQueue', 'pool'],
         offerMayAnswer: true,

@@ -109,6 +109,8 @@ test.each<[string, Record<string, unknown>]>([
   ['temporal.address', { temporal: { address: `${longest(300)}:7233` } }],
   ['temporal.namespace', { temporal: { namespace: longest(256) } }],
   ['temporal.taskQueue', { temporal: { taskQueue: longest(256) } }],
+  ['temporal.taskQueue', { temporal: { taskQueue: '\u0000' } }], // the fuzz: visibility failed the list
+  ['temporal.taskQueue', { temporal: { taskQueue: 'q\nq' } }],
   ['temporal.tls.clientCertFile', { temporal: { tls: { clientCertFile: `/${longest(4095)}` } } }],
   ['routes', { routes: Array.from({ length: 257 }, () => ({ dst: '198.18.0.0/16' })) }],
 ])('network config: %s out of bounds is code 7 naming it', (field, overrides) => {
