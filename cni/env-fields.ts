@@ -27,7 +27,7 @@ export const IfNameSchema = z
   .string()
   .refine(
     isInterfaceName,
-    'a Linux interface name: at most 15 bytes (IFNAMSIZ), no "/", ":" or spaces, not "." or ".."',
+    'a Linux interface name: at most 15 bytes (IFNAMSIZ), no "/", ":", "%" or spaces, not "." or ".."',
   )
   // Every network namespace has its loopback: an ADD of "lo" could only park (found by fuzzing).
   .refine((name) => name !== 'lo', 'not "lo": every network namespace has one already');

@@ -9,7 +9,8 @@ const REFUSED_BYTES = new Set([0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0x2f, 0x3a, 0
 
 /**
  * A Linux interface name: 1-15 bytes (IFNAMSIZ 16 with the NUL; "é" is two), none the kernel
- * refuses, no Unicode whitespace, not "." or "..".
+ * refuses, no Unicode whitespace, not "." or "..", no "%": the kernel takes a name with one as a
+ * template ("eth%d" makes eth0, another name than asked; "%00" is refused: the CI's fuzz).
  */
 export function isInterfaceName(name: string): boolean {
   // TextEncoder, not Buffer: the workflow sandbox provides it and has no Node built-ins.
@@ -18,7 +19,7 @@ export function isInterfaceName(name: string): boolean {
     bytes.length >= 1 &&
     bytes.length <= 15 &&
     !bytes.some((b) => REFUSED_BYTES.has(b)) &&
-    !/\s/.test(name) &&
+    !/[\s%]/.test(name) &&
     name !== '.' &&
     name !== '..'
   );
@@ -44,7 +45,7 @@ export type DataplaneMode = z.infer<typeof DataplaneModeSchema>;
 const name = z.string().min(1).max(253);
 const ifName = z
   .string()
-  .refine(isInterfaceName, 'not a Linux interface name (1-15 bytes, no "/", ":" or space)');
+  .refine(isInterfaceName, 'not a Linux interface name (1-15 bytes, no "/", ":", "%" or space)');
 
 export const LeaseStartSchema = z.object({
   podUid: z.string().min(1).max(128),

@@ -88,7 +88,7 @@ const commands: fc.Arbitrary<Candidate<string>> = fc.oneof(
   anyText.map((c) => ({ value: c, invalid: !(COMMANDS as readonly string[]).includes(c) })),
 );
 
-/** Linux interface names: at most 15 bytes, no "/", ":" or white space, not "." or "..". */
+/** Linux interface names: at most 15 bytes, no "/", ":", "%" or white space, not "." or "..". */
 const ifNames: fc.Arbitrary<Candidate<string>> = fc.oneof(
   fc.constantFrom(
     invalid('eth:0'),
@@ -101,10 +101,11 @@ const ifNames: fc.Arbitrary<Candidate<string>> = fc.oneof(
     valid('x'.repeat(15), '15 bytes'),
     valid('é'.repeat(7), '7 two-byte characters'),
     invalid('lo', 'lo, which every namespace has'),
+    invalid('eth%d', 'a kernel name template'),
   ),
   anyText.map((text) => {
     const bytes = Buffer.byteLength(text);
-    const broken = bytes === 0 || bytes > 15 || /[/:\s]/.test(text) || text === '.' || text === '..';
+    const broken = bytes === 0 || bytes > 15 || /[/:%\s]/.test(text) || text === '.' || text === '..';
     return { value: text, invalid: broken };
   }),
 );

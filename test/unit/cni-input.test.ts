@@ -55,7 +55,18 @@ test('interface names: at most 15 UTF-8 bytes (IFNAMSIZ), no byte the kernel ref
   for (const name of ['eth0', 'x'.repeat(15), 'é'.repeat(7), '日本語日本', '😀😀😀', 'a.b', 'ctl\u0001'])
     expect([name, isInterfaceName(name)]).toEqual([name, true]);
   // 18, 16, 18 and 16 bytes; "à" is C3 A0 and the kernel's isspace() includes 0xA0
-  for (const name of ['é'.repeat(9), 'x'.repeat(16), '日本語日本語', '😀'.repeat(4), 'và', '', '.', '..'])
+  for (const name of [
+    'é'.repeat(9),
+    'x'.repeat(16),
+    '日本語日本語',
+    '😀'.repeat(4),
+    'và',
+    '',
+    '.',
+    '..',
+    '%00',
+    'eth%d',
+  ])
     expect([name, isInterfaceName(name)]).toEqual([name, false]);
 });
 
