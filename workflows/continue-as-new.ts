@@ -42,11 +42,8 @@ export function historyGauge(limit: number): () => boolean {
 }
 
 /** Waits until history is long enough and every update/signal handler has finished. */
-export async function untilTimeToContinue(
-  tooLong: () => boolean,
-  stop: () => boolean = () => false,
-): Promise<void> {
-  await condition(() => tooLong() || stop());
+export async function untilTimeToContinue(tooLong: () => boolean): Promise<void> {
+  await condition(tooLong);
   await condition(allHandlersFinished);
 }
 
