@@ -46,7 +46,12 @@ export function startControlProcess(
       text = (text + chunk.toString()).slice(-KEPT_OUTPUT);
       onOutput(chunk);
     });
-  return { ...tracked, identity: `${tracked.pid}@${hostname()}`, output: () => text };
+  // Its exit counts once its output is read to the end ('close', not 'exit'): a test reads the
+  // last line it wrote (the field a refused config names) right after it exited.
+  const exited = new Promise<number | null>((resolve) =>
+    tracked.child.once('close', (code) => resolve(code)),
+  );
+  return { ...tracked, exited, identity: `${tracked.pid}@${hostname()}`, output: () => text };
 }
 
 /** Until it logged that it started (log level info or lower); throws if it exits or the deadline passes. */

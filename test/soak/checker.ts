@@ -15,7 +15,7 @@
 // the workflow tasks that failed (soak.ts).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { CoreV1Api } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { z } from 'zod';
 import type { CheckerEar } from './fault-context';
@@ -139,6 +139,8 @@ export interface CheckerSources {
 
 export class Checker implements CheckerEar {
   samples = 0;
+  /** Open leases visibility had not listed yet, read by id for a pod the runtime was told about. */
+  unlisted = 0;
   incomplete = 0;
   /** invariant → violations (each finding counted once). */
   readonly violations = new Map<Invariant, Finding[]>();
@@ -226,7 +228,11 @@ export class Checker implements CheckerEar {
     const pods = new Set(
       (await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.uid ?? ''),
     );
-    const leases = await this.openLeases(client, taskQueue);
+    const leases = await this.openLeases(
+      client,
+      taskQueue,
+      [...ledger.values()].map((t) => leaseOf(t.podUid)),
+    );
     const kernel = new Map(
       await inParallel([...sandboxes], async ([uid, netns]) => [uid, await addressesIn(netns)] as const),
     );
@@ -306,21 +312,34 @@ export class Checker implements CheckerEar {
     return owners;
   }
 
-  private async openLeases(client: Client, taskQueue: string): Promise<LeaseView[]> {
+  /**
+   * The open leases visibility lists, and those of `expected` it does not list yet, read by id
+   * (their ids are deterministic): visibility lags a loaded server by tens of seconds (the soak saw
+   * two Running leases unlisted for 30 s), and a lease is lost only if its workflow is.
+   */
+  private async openLeases(client: Client, taskQueue: string, expected: string[]): Promise<LeaseView[]> {
     const query = `TaskQueue = '${taskQueue}' AND WorkflowType = 'leaseWorkflow' AND ExecutionStatus = 'Running'`;
-    const ids: string[] = [];
-    for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
-    const views = await inParallel(ids, async (workflowId): Promise<LeaseView | undefined> => {
-      const handle = client.workflow.getHandle(workflowId);
-      try {
-        return { ...LeaseViewSchema.parse(await handle.query('state')), workflowId };
-      } catch (err) {
-        // Closed since it was listed: nothing held by it any more. Anything else fails the read.
-        const { status } = await handle.describe();
-        if (status.name === 'RUNNING') throw err;
-        return undefined;
-      }
-    });
+    const listed = new Set<string>();
+    for await (const execution of client.workflow.list({ query })) listed.add(execution.workflowId);
+    const unlisted = expected.filter((id) => !listed.has(id));
+    const views = await inParallel(
+      [...listed, ...unlisted],
+      async (workflowId): Promise<LeaseView | undefined> => {
+        const handle = client.workflow.getHandle(workflowId);
+        try {
+          return { ...LeaseViewSchema.parse(await handle.query('state')), workflowId };
+        } catch (err) {
+          // Closed since it was listed (or never started): nothing held by it. Anything else fails the read.
+          const description = await handle.describe().catch((e: unknown) => {
+            if (e instanceof WorkflowNotFoundError) return undefined;
+            throw e;
+          });
+          if (description?.status.name === 'RUNNING') throw err;
+          return undefined;
+        }
+      },
+    );
+    this.unlisted += views.filter((v, i) => v !== undefined && i >= listed.size).length;
     return views.filter((v): v is LeaseView => v !== undefined);
   }
 }

@@ -122,7 +122,9 @@ export class Operator {
     ]);
     const before = await this.poolSpec();
     const rollout = stack.startControlWith(stack.controlConfig(change), 'control-unsafe.json');
-    const exited = await until(() => rollout.child.exitCode !== null, 90_000);
+    let ended = false; // exited, its output read to the end
+    void rollout.exited.then(() => (ended = true));
+    const exited = await until(() => ended, 90_000);
     if (!exited) {
       process.kill(rollout.pid, 'SIGKILL');
       this.violation(

@@ -58,7 +58,7 @@ export function formatReport(report: SoakReport): string {
     ...report.faults
       .filter((f) => f.error)
       .map((f) => `  FAULT NOT INJECTED: ${f.kind} ${f.target}: ${f.error}`),
-    `checker: ${report.samples} samples (${report.incompleteSamples} incomplete: a part was down)`,
+    `checker: ${report.samples} samples (${report.incompleteSamples} incomplete: a part was down); ${report.unlistedLeases} reads by id of open leases visibility did not list yet`,
     historyLine(report.answerHistory),
     `violations: ${violationSummary(report.violations)}`,
     `left at the end: ${report.leftAtEnd.length ? report.leftAtEnd.join('; ') : 'nothing'}`,

@@ -25,6 +25,8 @@ export interface SoakReport {
   faults: FaultRecord[];
   samples: number;
   incompleteSamples: number;
+  /** Open leases the checker read by id because visibility had not listed them yet. */
+  unlistedLeases: number;
   violations: Record<Invariant, number>;
   /** The violations themselves, with the histories to read. */
   findings: Finding[];
@@ -284,6 +286,7 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
       faults,
       samples: checker.samples,
       incompleteSamples: checker.incomplete,
+      unlistedLeases: checker.unlisted,
       violations: Object.fromEntries(
         INVARIANTS.map((i) => [i, checker.violations.get(i)?.length ?? 0]),
       ) as Record<Invariant, number>,

@@ -94,7 +94,13 @@ export async function createControlWorker(
         log,
       });
       await configuring.firstTry.catch(stop);
-      const refused = configuring.done.catch(stop);
+      // A refusal later stops the worker too; a configure still asking when the worker stops is
+      // not waited for (its update needs this worker, which no longer polls).
+      let refusal: { err: unknown } | undefined;
+      void configuring.done.catch((err: unknown) => {
+        refusal = { err };
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+      });
       if (kube && config.kubernetes?.poolObjects) {
         const statusIntervalSeconds = config.kubernetes.poolStatusIntervalSeconds;
         poolObjects = followPoolObjects({ kube, client, config, statusIntervalSeconds, log });
@@ -115,7 +121,8 @@ export async function createControlWorker(
           log,
           poolsOfFile,
         );
-      await Promise.all([running, refused]);
+      await running;
+      if (refusal) throw refusal.err;
     },
     quiesce,
     async close() {
