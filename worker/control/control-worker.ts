@@ -82,8 +82,11 @@ export async function createControlWorker(
     reader,
     async run() {
       const running = worker.run();
-      const stop = async (err: unknown): Promise<never> => {
+      const stopPolling = () => {
         if (worker.getState() === 'RUNNING') worker.shutdown();
+      };
+      const stop = async (err: unknown): Promise<never> => {
+        stopPolling();
         await running;
         throw err;
       };
@@ -99,7 +102,7 @@ export async function createControlWorker(
       let refusal: { err: unknown } | undefined;
       void configuring.done.catch((err: unknown) => {
         refusal = { err };
-        if (worker.getState() === 'RUNNING') worker.shutdown();
+        stopPolling();
       });
       if (kube && config.kubernetes?.poolObjects) {
         const statusIntervalSeconds = config.kubernetes.poolStatusIntervalSeconds;
