@@ -11,8 +11,11 @@ const ZOD_STAND_IN = join(__dirname, '..', 'worker', 'control', 'sandbox', 'zod.
 async function main(): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: join(__dirname, '..', 'workflows', 'index.js'),
-    // Notes the history at each recorded job: when to continue-as-new (workflows/continue-as-new).
-    workflowInterceptorModules: [join(__dirname, '..', 'workflows', 'continue-as-new.js')],
+    // Note the history at each recorded job: when to continue-as-new (workflows/continue-as-new);
+    // and the resets the history passed (workflows/resets).
+    workflowInterceptorModules: ['continue-as-new.js', 'resets.js'].map((m) =>
+      join(__dirname, '..', 'workflows', m),
+    ),
     // Loaded once when the worker sets up its V8 context, shared by every workflow in it.
     preloadModules: [SHARED_ZOD],
     webpackConfigHook: (config) => {

@@ -143,10 +143,15 @@ function mirrorNode(node: NodeReach, pool: Prefix[], log: (line: string) => void
   let again = false;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  let passing: Promise<void> = Promise.resolve();
   const pass = async () => {
     timer = undefined;
     if (running) return void (again = true);
     running = true;
+    passing = runPasses();
+    await passing;
+  };
+  const runPasses = async () => {
     try {
       do {
         again = false;
@@ -171,6 +176,7 @@ function mirrorNode(node: NodeReach, pool: Prefix[], log: (line: string) => void
       stopped = true;
       clearTimeout(timer);
       await stopPid(monitor.pid);
+      await passing; // a pass under way ends before the link it reads is deleted
     },
   };
 }

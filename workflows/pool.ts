@@ -74,6 +74,7 @@ import {
   type PoolState,
 } from './pool-messages';
 import { ResultMemory } from './remembered-results';
+import { TableTrust } from './table-trust';
 import { validated } from './validated';
 
 const { poolTableEvidence } = proxyActivities<ControlActivities>({
@@ -119,11 +120,13 @@ export async function poolWorkflow(input: PoolInput): Promise<never> {
 class Pool {
   private readonly state: PoolState;
   private readonly memory: ResultMemory;
+  private readonly trust: TableTrust;
   private rebuilding: Promise<PoolRebuildReport | null> | undefined;
 
   constructor(private readonly input: PoolInput) {
     this.state = input.state ?? { spec: input.spec, blocks: {}, results: [] };
     this.memory = new ResultMemory(this.state.results);
+    this.trust = new TableTrust(input.state !== undefined && input.state.trustCarried !== false);
   }
 
   registerHandlers(): void {
@@ -219,12 +222,9 @@ class Pool {
     setCurrentDetails(`${Object.keys(this.state.blocks).length} blocks handed out`);
   }
 
-  /** As node/rebuild: verified in this run, or carried by continue-as-new from a verified run. */
+  /** Whether this run's answers can be used (workflows/table-trust). */
   private trusted(): boolean {
-    const { runId, originalExecutionRunId } = workflowInfo();
-    if (this.state.trustedRun === runId) return true;
-    if (originalExecutionRunId && originalExecutionRunId !== runId) return false; // a reset run
-    return this.input.state !== undefined && this.state.trustCarried !== false;
+    return this.trust.trusted();
   }
 
   private handOut(request: AcquireBlockRequest): string {
@@ -466,6 +466,7 @@ class Pool {
   }
 
   private async gatherAndApply(forRun: string, why: string): Promise<PoolRebuildReport> {
+    const applied = this.trust.rebuilding();
     setCurrentDetails(`rebuilding its blocks from the nodes and leases (${why})`);
     const answer = await poolTableEvidence({ pool: this.state.spec.name, forRun });
     // Recorded before the answer named its run, it was the list alone (histories of v1-issue25).
@@ -475,8 +476,9 @@ class Pool {
     // A hand-out remembered for another node of a block a node's table holds: asked again, it gets another.
     const given = new Set(report.reassigned.map((r) => r.block));
     this.memory.forgetWhere((_, result) => typeof result === 'string' && given.has(result));
-    // As node/rebuild: the run the recorded answer names, so a reset run replaying it is not vouched for.
+    // As node/rebuild: the run the recorded answer names; the table is vouched for until a reset.
     this.state.trustedRun = evidence.forRun;
+    applied();
     if (report.duplicates.length)
       log.error('pool blocks rebuilt: blocks held twice', { duplicates: report.duplicates });
     log.info('pool blocks rebuilt', {

@@ -120,7 +120,10 @@ export function historyFromShowJson(text: string): History {
 }
 
 /** Replays one history against the current bundle: the error's message, or undefined. */
-export async function replayErrorOf(workflowId: string, history: History): Promise<string | undefined> {
+export async function replayErrorOf(
+  workflowId: string,
+  history: proto.temporal.api.history.v1.IHistory,
+): Promise<string | undefined> {
   quietRuntime();
   for await (const result of Worker.runReplayHistories(
     { workflowBundle: prebuiltBundle(), sinks: failpointSinks() },

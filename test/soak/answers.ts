@@ -99,18 +99,26 @@ export function checkAnswerHistory(file: string, poolResets: number[] = []): His
   const overlaps: HistoryVerdict['overlaps'] = [];
   for (const [address, list] of byAddress) overlaps.push(...overlapsOf(address, list));
   const pods = new Set(answers.map((a) => a.podUid)).size;
-  return { answers: answers.length, pods, overlaps, kept: keptPromises(answers, poolResets) };
+  const kept = keptPromises(answers, poolResets, firstRemovals(events));
+  return { answers: answers.length, pods, overlaps, kept };
 }
 
 /**
  * Every pod of a sticky ordinal answered the addresses of the one before it (unless the pool was
  * reset in between); every static pod its own; every pod its pool's (the selected one, or not).
+ * An ADD answered after its pod was removed (a call the runtime made before the removal, answered
+ * late) promised nothing to an ordinal: the address is its successor's; it is checked for overlaps.
  */
-function keptPromises(answers: Answer[], poolResets: number[]): HistoryVerdict['kept'] {
+function keptPromises(
+  answers: Answer[],
+  poolResets: number[],
+  removedAt: Map<string, number>,
+): HistoryVerdict['kept'] {
   const broken: string[] = [];
   const lastOf = new Map<string, Answer>();
   const text = (a: Answer) => [...a.addresses].sort().join(',');
-  for (const answer of answers.filter((a) => a.sticky !== undefined)) {
+  const removedBefore = (a: Answer) => (removedAt.get(a.podUid) ?? Infinity) < a.at;
+  for (const answer of answers.filter((a) => a.sticky !== undefined && !removedBefore(a))) {
     const key = answer.sticky ?? '';
     const first = lastOf.get(key);
     lastOf.set(key, answer);
@@ -140,6 +148,15 @@ function keptPromises(answers: Answer[], poolResets: number[]): HistoryVerdict['
     selected: selected.length,
     broken,
   };
+}
+
+/** When each pod was first removed from the cluster. */
+function firstRemovals(events: AnswerEvent[]): Map<string, number> {
+  const removed = new Map<string, number>();
+  for (const event of events)
+    if (event.kind === 'end' && event.why === 'removed' && !removed.has(event.podUid))
+      removed.set(event.podUid, event.at);
+  return removed;
 }
 
 /** Each pod's ends (DELs answered, removal), in order. */

@@ -56,6 +56,22 @@ test('an ordinal answered other addresses, or two live pods holding its address,
   ]);
 });
 
+test('a sticky pod answered after its removal promised nothing to its ordinal; its successor did', () => {
+  // The soak (seed 1128290416): db-2's ADD was answered 22 s after the pod was removed, with
+  // another address than its predecessor's (which its successor then kept).
+  const sticky = { sticky: 'soak/db/3' };
+  const removed = (at: number, podUid: string) => ({ kind: 'end', at, podUid, why: 'removed' });
+  const before = [answer(1, 'a', ['10.0.0.5/26'], sticky), end(2, 'a')];
+  const late = answer(4, 'b', ['10.0.0.9/26'], sticky);
+  const after = [end(5, 'b'), answer(6, 'c', ['10.0.0.5/26'], sticky)];
+  expect(checkAnswerHistory(history([...before, removed(3, 'b'), late, ...after])).kept.broken).toEqual([]);
+  // Answered before its removal, it broke the promise.
+  expect(checkAnswerHistory(history([...before, late, removed(4.5, 'b'), ...after])).kept.broken).toEqual([
+    'soak/db/3: pod b answered 10.0.0.9/26, pod a of the same ordinal 10.0.0.5/26',
+    'soak/db/3: pod c answered 10.0.0.5/26, pod b of the same ordinal 10.0.0.9/26',
+  ]);
+});
+
 test('across an operator’s reset of the pool an ordinal may get other addresses, and only then', () => {
   const sticky = { sticky: 'soak/db/2' };
   const file = history([

@@ -17,7 +17,7 @@ import { nodeOperations } from '../harness/node-operations';
 import { expectReplayed } from '../harness/replay';
 import { temporalAddress, uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
-import { workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
+import { gate, workflowTestEnv, type WorkflowTestEnv } from '../harness/workflow-env';
 
 const pool = PoolSpecSchema.parse({ name: 'p', cidrs: ['198.18.0.0/24'], blockSize: { ipv4: 29 } });
 /** Blocks the stand-in pool handed out, in order: each node gets 198.18.0.0/29, 198.18.0.8/29, ... */
@@ -30,6 +30,9 @@ const liveNodeUid = new Map<string, string>();
 /** Pod UIDs the stand-in cluster has (compensation asks which leases' pods are gone). */
 const livePods = new Set<string>();
 
+/** Opened by the test: the gone incarnation's return lands. */
+const handBack = gate();
+
 let t: WorkflowTestEnv;
 beforeAll(async () => {
   t = await workflowTestEnv('wf-node');
@@ -39,10 +42,12 @@ beforeAll(async () => {
       if (input.pool.name === 'one-block' && handed > 0)
         throw ApplicationFailure.nonRetryable('no block left', FailureType.exhausted);
       acquired.push(input);
-      return `198.18.0.${8 * handed}/29`;
+      // The stand-in pool of a handback node hands its one block to every incarnation.
+      return input.node.startsWith('handback') ? '198.18.0.0/29' : `198.18.0.${8 * handed}/29`;
     },
     returnBlocks: async (input: ReturnBlocksInput) => {
       returnedBlocks.push(input);
+      if (input.node.startsWith('handback')) await handBack.opened; // the return on its way
       return input.blocks ?? [];
     },
     moveBlocks: async (input: MoveBlocksInput) => {
@@ -165,6 +170,33 @@ test('compensation waiting for a lease continues across continue-as-new and then
     expect.objectContaining({ incarnation: 'uid-A', blocks: [expect.stringMatching(/\/29$/)] }),
   ]);
   await lease.terminate('test done');
+});
+
+test('a block the pool hands back while the gone incarnation returns it waits for that return', async () => {
+  // The soak (seed 1128290416): a replaced node's compensation returned its blocks in the task
+  // that asked a block for the new incarnation; the pool handed one of them straight back, and the
+  // node, still holding it for the old incarnation, refused it as "handed twice" (ADDs got 101).
+  const nodeName = uniqueName('handback');
+  const node = nodeClient(nodeName);
+  expect(await node.allocate('o1', pool, 'uid-A')).toEqual(['198.18.0.2']);
+  await node.release('o1', 0);
+  liveNodeUid.set(nodeName, 'uid-B');
+  await node.handle.signal(nodeObservedSignal, { uid: 'uid-B' }); // A is retired: its block goes back
+  const returning = () => Promise.resolve(returnedBlocks.filter((r) => r.node === nodeName).length);
+  await waitForValue(returning, (n) => n === 1, 15_000, 100, 'the return on its way');
+
+  const granted = node.allocate('o2', pool, 'uid-B');
+  await waitForValue(
+    () => Promise.resolve(handedTo(nodeName)),
+    (n) => n === 2,
+    15_000,
+    100,
+    'the block handed back',
+  );
+  handBack.open();
+  expect(await granted).toEqual(['198.18.0.2']);
+  const table = (await node.handle.query(nodeStateQuery)).tables[pool.name];
+  expect(table?.blocks).toEqual([{ cidr: '198.18.0.0/29', family: 4, incarnation: 'uid-B' }]);
 });
 
 test('the next block is acquired ahead of need: no allocation waits for it', async () => {

@@ -44,6 +44,14 @@ const ACQUIRE_AHEAD = 'acquire-blocks-ahead';
  */
 const RUN_SCOPED_BLOCK_REQUESTS = 'run-scoped-block-requests';
 
+/**
+ * Marks runs in which a block the pool hands this node while the same block is on its way back
+ * from a gone incarnation waits for that return to land (the soak: a replaced node's compensation
+ * returned its blocks in the task that asked a block for the new incarnation; the pool handed one
+ * of them back at once, and the node, still holding it, refused it as handed twice: ADDs got 101).
+ */
+const HANDED_BACK_WAITS_FOR_RETURN = 'handed-back-block-waits-for-return';
+
 /** A block being acquired: one at a time, as when every allocation waited its turn. */
 interface Acquisition {
   pool: string;
@@ -77,6 +85,8 @@ function heldFailure(request: AllocateRequest, message: string): ApplicationFail
 
 export class Allocator {
   private acquisition: Acquisition | undefined;
+  /** Per incarnation, the return of its blocks to the pools under way (node/compensation). */
+  private readonly returns = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly run: NodeRun,
@@ -92,6 +102,12 @@ export class Allocator {
   /** Whether a block is on its way to this incarnation (its blocks must not go back before it lands). */
   acquiringFor(incarnation: string): boolean {
     return this.acquisition?.incarnation === incarnation;
+  }
+
+  /** The blocks of a gone incarnation go back while `done` is pending. */
+  returningBlocksOf(incarnation: string, done: Promise<unknown>): void {
+    this.returns.set(incarnation, done);
+    void done.finally(() => this.returns.delete(incarnation)).catch(() => undefined);
   }
 
   /** allocate: one address per pool family for the owner lease, from this incarnation's blocks. */
@@ -223,12 +239,19 @@ export class Allocator {
       throw toApplicationFailure(err, FailureType.exhausted);
     });
     const table = this.run.tableOf(pool.name);
-    const held = table.blocks.map((b) => b.cidr);
-    if (overlappingBlock(held, parsePrefix(cidr)) !== undefined) {
-      throw ApplicationFailure.nonRetryable(
-        `pool ${pool.name} handed block ${cidr} twice`,
-        FailureType.conflict,
+    for (;;) {
+      const held = overlappingBlock(
+        table.blocks.map((b) => b.cidr),
+        parsePrefix(cidr),
       );
+      if (held === undefined) break;
+      const returning = this.returns.get(table.blocks.find((b) => b.cidr === held)?.incarnation ?? '');
+      if (!returning || !patched(HANDED_BACK_WAITS_FOR_RETURN))
+        throw ApplicationFailure.nonRetryable(
+          `pool ${pool.name} handed block ${cidr} twice`,
+          FailureType.conflict,
+        );
+      await returning.catch(() => undefined); // landed: the pool had it back before handing it out
     }
     table.blocks.push({ cidr, family, incarnation });
   }

@@ -158,14 +158,17 @@ export class Compensation {
     const wait = Math.max(0, ...Object.values(table.cooldowns)) - Date.now();
     if (wait > 0) await sleep(wait);
     expireCooldowns(table, Date.now());
-    await returnBlocks({
+    const returned = returnBlocks({
       pool: poolName,
       node: this.run.nodeName,
       incarnation: uid,
       blocks: blocks.map((b) => b.cidr),
       updateId: `return/${this.run.nodeName}/${uid}/${poolName}`,
+    }).then(() => {
+      table.blocks = table.blocks.filter((b) => b.incarnation !== uid);
     });
-    table.blocks = table.blocks.filter((b) => b.incarnation !== uid);
+    this.allocator.returningBlocksOf(uid, returned);
+    await returned;
   }
 
   /** The leases holding addresses of the incarnation, with their pods. */

@@ -8,6 +8,7 @@
 import { log, patched, workflowInfo } from '@temporalio/workflow';
 import { rebuildNodeTables, type RebuildReport } from '../../domain/table-rebuild';
 import type { ResultMemory } from '../remembered-results';
+import { TableTrust } from '../table-trust';
 import { nodeTableEvidence } from './block-activities';
 import type { Incarnations } from './incarnations';
 import type { NodeRun } from './run';
@@ -24,29 +25,25 @@ const FRESH_RUN_REBUILD = 'node-table-rebuild';
 
 export class TableRebuild {
   private running: Promise<RebuildReport | null> | undefined;
+  private readonly trust: TableTrust;
 
   constructor(
     private readonly run: NodeRun,
     private readonly memory: ResultMemory,
     private readonly incarnations: Incarnations,
-  ) {}
+  ) {
+    const carried = run.input.state;
+    this.trust = new TableTrust(carried !== undefined && carried.trustCarried !== false);
+  }
 
   /** A rebuild is running: operations are answered "rebuilding" meanwhile. */
   busy(): boolean {
     return this.running !== undefined;
   }
 
-  /**
-   * Whether this run's answers can be used: verified in this run, or carried from a verified run
-   * by continue-as-new. A reset run keeps the id of the run it copied on its start event.
-   */
+  /** Whether this run's answers can be used (workflows/table-trust). */
   trusted(): boolean {
-    const { runId, originalExecutionRunId } = workflowInfo();
-    const { state } = this.run;
-    if (state.trustedRun === runId) return true;
-    // A reset run keeps the original's id (empty where the server does not record it: not a reset).
-    if (originalExecutionRunId && originalExecutionRunId !== runId) return false;
-    return this.run.input.state !== undefined && state.trustCarried !== false;
+    return this.trust.trusted();
   }
 
   /**
@@ -71,6 +68,7 @@ export class TableRebuild {
   }
 
   private async gatherAndApply(forRun: string, why: string): Promise<RebuildReport> {
+    const applied = this.trust.rebuilding();
     const { state, nodeName } = this.run;
     this.incarnations.describe(`rebuilding its table (${why})`);
     const owners = [...new Set(Object.values(state.tables).flatMap((t) => Object.values(t.allocations)))].map(
@@ -87,9 +85,9 @@ export class TableRebuild {
     for (const owner of report.dropped) this.memory.forget(`allocate/${owner}/`);
     if (report.restored.length > 0 && patched(FORGET_RESTORED_RELEASES))
       for (const owner of report.restored) this.memory.forget(`release/${owner}/`);
-    // The run as the activity's recorded answer names it, not this run's id: replayed in a reset
-    // run, an earlier run's rebuild must not vouch for this one.
+    // The run the activity's recorded answer names (a repeated request for it is not rebuilt again).
     state.trustedRun = evidence.forRun;
+    applied();
     const counts = {
       blocksAdded: report.blocksAdded.length,
       allocationsAdded: report.allocationsAdded.length,
