@@ -2,6 +2,7 @@
 // in batches with the other leases of the node (node-batches.ts).
 import { randomUUID } from 'node:crypto';
 import { asyncLocalStorage } from '@temporalio/activity';
+import { beating } from './beating';
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { startAgain } from '../temporal/start-again';
@@ -31,27 +32,6 @@ import { nodeWorkflowRestarts } from '../observability/control-metrics';
  * fail, their activities retry with backoff, and the node answers a repeat by operation id.
  */
 const BATCH_DEADLINE_MS = 25_000;
-
-/** How often a waiting produce or return heartbeats (its heartbeat timeout is workflows/lease's). */
-const BEAT_EVERY_MS = 1000;
-
-/**
- * Heartbeats through the whole activity (the quorum read, the wait on the node): a control worker
- * that dies mid-call is noticed within the heartbeat timeout, not the start-to-close (which set
- * the p99 of a SIGKILL). The SDK sends a heartbeat at most every 0.8 × that timeout. (The lease
- * runs them as local activities first, workflows/lease/addresses: those do not beat.)
- */
-async function beating<T>(work: () => Promise<T>): Promise<T> {
-  const context = asyncLocalStorage.getStore();
-  // A local activity has no heartbeat: its workflow task's timeout notices a dead worker.
-  const beats = context && !context.info.isLocal;
-  const timer = beats ? setInterval(() => context.heartbeat(), BEAT_EVERY_MS) : undefined;
-  try {
-    return await work();
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 export interface ProduceInput {
   leaseId: string;

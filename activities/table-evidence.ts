@@ -1,12 +1,14 @@
 // What the node and pool workflows decide on, read where it lives: the Node's UID and the pods
 // bound to the node (quorum reads: release follows the pod), and, for a table rebuild, every open
 // lease of the node as it holds itself (by id and query, not visibility alone), the blocks the
-// pools record, and for a pool the blocks the nodes' tables and the leases' addresses hold.
+// pools record (once each pool's own table is vouched for), and for a pool the blocks the nodes'
+// tables and the leases' addresses hold, and its last run's record for a node that rebuilds too.
 import { Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { madeByHand } from '../domain/ids';
 import { isTerminal } from '../domain/k8s';
-import { askedAddresses } from '../domain/lease';
+import { askedAddresses, FailureType } from '../domain/lease';
 import type { PoolSpec } from '../domain/config';
 import {
   impliedBlock,
@@ -22,7 +24,14 @@ import { nodeStateQuery } from '../workflows/node-messages';
 import { unlessGone } from '../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
 import type { ClusterReader } from '../kubernetes/cluster-reader';
-import { poolStateQuery, reservationsQuery } from '../workflows/pool-messages';
+import {
+  poolStateQuery,
+  rebuildPoolUpdate,
+  reservationsQuery,
+  type PoolState,
+} from '../workflows/pool-messages';
+import { beating } from './beating';
+import type { BlockTable } from '../domain/blocks';
 import type { Reservations } from '../domain/sticky-addresses';
 import { nodeWorkflowId, poolWorkflowId } from '../domain/ids';
 import type { ControlDeps } from './deps';
@@ -164,10 +173,7 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
       const names = new Set([...pools, ...config.pools.map((p) => p.name)]);
       const blocks: BlockEvidence[] = [];
       for (const pool of names) {
-        const state = await unlessGone(
-          () => client.workflow.getHandle(poolWorkflowId(pool)).query(poolStateQuery),
-          undefined,
-        );
+        const state = await vouchedPoolState(client, pool);
         for (const [cidr, owner] of Object.entries(state?.blocks ?? {}))
           if (owner.node === nodeName) blocks.push({ pool, cidr, incarnation: owner.incarnation });
         beat();
@@ -184,23 +190,31 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
       const { taskQueue } = config.temporal;
       const held: HeldBlockEvidence[] = [];
       const spec = config.pools.find((p) => p.name === pool);
+      const lastRun = await lastClosedRun(client, pool, forRun);
+      const recorded = await recordedBlocks(lastRun);
       /** Owners of the addresses of pinned blocks: their leases may be a sticky ordinal's. */
       const pinnedOwners = new Set<string>();
-      for (const node of await knownNodes(client, taskQueue)) {
+      /** Nodes whose table is not vouched for (it rebuilds, or a reset run's): see below. */
+      const unvouched = new Set<string>();
+      const listed = (await knownNodes(client, taskQueue)).map((n) => n.name);
+      for (const name of new Set([...listed, ...Object.values(recorded).map((o) => o.node)])) {
+        // By id, open or closed: a node run terminated a moment ago is rebuilt from this pool.
         const state = await unlessGone(
-          () => client.workflow.getHandle(nodeWorkflowId(node.name)).query(nodeStateQuery),
+          () => client.workflow.getHandle(nodeWorkflowId(name)).query(nodeStateQuery),
           undefined,
         );
+        if (state?.trustCarried === false) unvouched.add(name);
         const table = state?.tables[pool];
         for (const block of table?.blocks ?? []) {
-          held.push({ cidr: block.cidr, node: node.name, incarnation: block.incarnation });
+          held.push({ cidr: block.cidr, node: name, incarnation: block.incarnation });
           const owner = table?.allocations[block.cidr.split('/')[0] ?? '']?.owner;
           if (spec && owner && isPinnedBlock(spec, block.cidr)) pinnedOwners.add(owner);
         }
         beat();
       }
+      held.push(...recordedForUnvouched(recorded, unvouched, held));
       const reservations = {
-        ...(await lastClosedRunReservations(client, pool, forRun)),
+        ...(await closedRunReservations(lastRun)),
         ...(await stickyReservationsOf(client, pinnedOwners)),
       };
       if (!spec) return { held, forRun, reservations };
@@ -242,27 +256,88 @@ async function blocksOfLeasesOnly(
   return found;
 }
 
-/**
- * The sticky reservations of the pool's latest closed run other than `forRun` (a terminated run, or
- * the one a reset started from), as it held them when it closed: a query of a closed run replays it.
- * None when there is no such run, or its code has no `reservations` query.
- */
-async function lastClosedRunReservations(
+/** The pool's latest closed run other than `forRun` (a terminated run, or the one a reset started from). */
+async function lastClosedRun(
   client: Client,
   pool: string,
   forRun: string | undefined,
-): Promise<Record<string, string[]>> {
+): Promise<WorkflowHandle | undefined> {
   const runs: Array<{ runId: string; closeTime: number }> = [];
   const query = `WorkflowId = ${queryString(poolWorkflowId(pool))} AND ExecutionStatus != 'Running'`;
   for await (const e of client.workflow.list({ query }))
     if (e.runId !== forRun) runs.push({ runId: e.runId, closeTime: e.closeTime?.getTime() ?? 0 });
   const last = runs.sort((a, b) => b.closeTime - a.closeTime)[0];
-  if (!last) return {};
-  const held = await client.workflow
-    .getHandle(poolWorkflowId(pool), last.runId)
-    .query(reservationsQuery)
-    .catch(() => ({}) as Reservations);
+  return last && client.workflow.getHandle(poolWorkflowId(pool), last.runId);
+}
+
+/**
+ * The blocks a closed run recorded as it held them when it closed (a query of a closed run
+ * replays it); none when there is no such run.
+ */
+async function recordedBlocks(run: WorkflowHandle | undefined): Promise<BlockTable> {
+  if (!run) return {};
+  try {
+    return (await run.query(poolStateQuery)).blocks;
+  } catch (err) {
+    // A closed run this code cannot replay: the nodes' tables and the leases are read alone.
+    Context.current().log.warn('the last closed pool run did not answer', {
+      error: String(err),
+    });
+    return {};
+  }
+}
+
+/**
+ * The blocks the closed run recorded for nodes whose own table the rebuild cannot vouch for and
+ * that no node's table holds. Such a node rebuilds from this pool (node/rebuild waits for it): it
+ * read, or will read, what the closed run recorded, so the rebuilt pool records it too. Without it
+ * the pool and a node rebuilt at once lost a block the node kept (two nodes could get it), or kept
+ * one the node lost (a sticky pod fenced for good: the short soak of seed 821898649).
+ */
+function recordedForUnvouched(
+  recorded: BlockTable,
+  unvouched: Set<string>,
+  held: HeldBlockEvidence[],
+): HeldBlockEvidence[] {
+  const inTables = new Set(held.map((h) => h.cidr));
+  return Object.entries(recorded)
+    .filter(([cidr, owner]) => unvouched.has(owner.node) && !inTables.has(cidr))
+    .map(([cidr, owner]) => ({ cidr, node: owner.node, incarnation: owner.incarnation }));
+}
+
+/**
+ * The sticky reservations of the closed run as it held them when it closed. None when there is
+ * no such run, or its code has no `reservations` query.
+ */
+async function closedRunReservations(run: WorkflowHandle | undefined): Promise<Record<string, string[]>> {
+  if (!run) return {};
+  const held = await run.query(reservationsQuery).catch(() => ({}) as Reservations);
   return Object.fromEntries(Object.entries(held).map(([key, r]) => [key, r.addresses]));
+}
+
+/**
+ * A pool's state once its block table is vouched for. A pool that rebuilds its blocks (a run
+ * started again after a terminate; a reset run) answers from a half-built table: a node table
+ * rebuilt from it lacked a block the pool then recorded for the node, and nobody returned it.
+ * Such a pool is asked to rebuild for its run (joined if under way, as the control worker's
+ * requests are: activities/rebuild-requests), and read again once it is done. Undefined: no such pool.
+ */
+async function vouchedPoolState(client: Client, pool: string): Promise<PoolState | undefined> {
+  const handle = client.workflow.getHandle(poolWorkflowId(pool));
+  const state = await unlessGone(() => handle.query(poolStateQuery), undefined);
+  if (state?.trustCarried !== false) return state;
+  const { runId } = await handle.describe();
+  await beating(() =>
+    client.workflow
+      .getHandle(poolWorkflowId(pool), runId)
+      .executeUpdate(rebuildPoolUpdate, { args: [{ forRun: runId }], updateId: `rebuild/${runId}` }),
+  ).catch(() => undefined); // a run closed meanwhile: read again below
+  const rebuilt = await unlessGone(() => handle.query(poolStateQuery), undefined);
+  if (rebuilt?.trustCarried !== false) return rebuilt;
+  throw ApplicationFailure.retryable(
+    `pool ${pool} is rebuilding its blocks; the node's table is rebuilt once it is done`,
+    FailureType.tableRebuilding,
+  );
 }
 
 /**

@@ -126,7 +126,7 @@ class Pool {
   constructor(private readonly input: PoolInput) {
     this.state = input.state ?? { spec: input.spec, blocks: {}, results: [] };
     this.memory = new ResultMemory(this.state.results);
-    this.trust = new TableTrust(input.state !== undefined && input.state.trustCarried !== false);
+    this.trust = TableTrust.carriedIn(input.state);
   }
 
   registerHandlers(): void {

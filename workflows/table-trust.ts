@@ -12,6 +12,11 @@ export class TableTrust {
   /** `carried`: the run began with a table its previous run vouched for. */
   constructor(private readonly carried: boolean) {}
 
+  /** The trust of a run that began with `state` (none: a fresh run; no `trustCarried`: older runs). */
+  static carriedIn(state: { trustCarried?: boolean } | undefined): TableTrust {
+    return new TableTrust(state !== undefined && state.trustCarried !== false);
+  }
+
   /**
    * A rebuild begins; what it returns marks its evidence applied. The table is vouched for until
    * the next reset, and not at all if a reset came while the evidence was gathered (a run reset

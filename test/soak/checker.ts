@@ -18,6 +18,7 @@ import { existsSync } from 'node:fs';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { CoreV1Api } from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
 import { z } from 'zod';
+import { blockDisagreements } from './block-agreement';
 import type { CheckerEar } from './fault-context';
 import { SDK_UPDATE_ORDER } from './histories';
 import type { Told } from './workload';
@@ -287,6 +288,11 @@ export class Checker implements CheckerEar {
   async allocations(): Promise<Map<string, number>> {
     const tables = await this.tables(this.sources.client);
     return new Map([...tables].map(([node, owners]) => [node, owners.size]));
+  }
+
+  /** Where the pools and the nodes' tables disagree on a node's blocks (./block-agreement). */
+  blockDisagreements(pools: string[]): Promise<string[]> {
+    return blockDisagreements(this.sources.client, this.sources.nodes(), pools);
   }
 
   /** node → address → owner lease id, from each node workflow's `state` query. */

@@ -107,6 +107,7 @@ export class ProcessFaults {
     const ms = this.random.int(LEADERSHIP_SECONDS * 1000 + 1000, LEADERSHIP_SECONDS * 1000 + 10_000);
     signal(pid, 'SIGSTOP');
     await pause(ms);
+    this.stack.thawed(pid, ms);
     signal(pid, 'SIGCONT');
     return `stopped ${ms} ms`;
   }

@@ -64,6 +64,7 @@ export function formatReport(report: SoakReport): string {
     `left at the end: ${report.leftAtEnd.length ? report.leftAtEnd.join('; ') : 'nothing'}`,
     `histories replayed: ${report.replayed} (${report.replayErrors.length} errors; ${report.sdkUpdateOrder.length} by the SDK core's order of an update after a timed-out task, counted apart)`,
     ...report.sdkUpdateOrder.map((e) => `  SDK update order: ${e.split(':')[0]}`),
+    `control worker exits on a thaw after a freeze past the SDK's activation timeout (Node 20, counted apart, recovery checked): ${report.thawCrashes.length}`,
     `workflow tasks failed and completed by a later attempt: ${report.recoveredTasks.length}`,
     ...report.recoveredTasks.slice(0, 10).map((t) => `  ${t}`),
   ];

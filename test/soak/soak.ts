@@ -10,7 +10,8 @@ import { Faults, partsOf, planFault, type FaultPlan, type FaultRecord } from './
 import { checkHistories } from './histories';
 import type { FaultKind, SoakOptions } from './options';
 import { seeded, type Random } from './random';
-import { SoakStack } from './stack';
+import { SELECTED_POOL } from './pools';
+import { SOAK_POOL, SoakStack } from './stack';
 import { SOAK_NAMESPACE, Workload, type WorkloadStats } from './workload';
 
 const CONVERGE_DEADLINE_MS = 120_000;
@@ -40,6 +41,8 @@ export interface SoakReport {
   recoveredTasks: string[];
   /** Histories that do not replay only by the SDK core's order of an update (histories.ts). */
   sdkUpdateOrder: string[];
+  /** Control worker exits on a thaw after a freeze past the SDK's activation timeout (stack.ts). */
+  thawCrashes: string[];
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -153,6 +156,7 @@ async function leftovers(checker: Checker): Promise<string[]> {
   const left = sample.addresses ? [`${sample.addresses} addresses held by open leases`] : [];
   for (const [node, held] of await checker.allocations())
     if (held) left.push(`${held} allocations on ${node}`);
+  left.push(...(await checker.blockDisagreements([SOAK_POOL, SELECTED_POOL])));
   return left;
 }
 
@@ -297,6 +301,7 @@ export async function runSoak(options: SoakOptions, progress: (line: string) => 
       replayErrors: histories.replayErrors,
       recoveredTasks: histories.failedTasks.recovered,
       sdkUpdateOrder: histories.sdkUpdateOrder,
+      thawCrashes: [...stack.thawCrashes],
     };
   } finally {
     process.off('SIGINT', endEarly);

@@ -31,6 +31,10 @@ import { isAnswer, retried } from './kube-retry';
 import { SELECTED_POOL, SELECTED_POOL_CIDRS, ZONE_LABEL } from './pools';
 
 export const SOAK_POOL = 'soak';
+/** The SDK's default `isolateExecutionTimeout` (a workflow activation's wall-clock limit). */
+const WORKFLOW_ACTIVATION_TIMEOUT_MS = 5000;
+/** How soon after the thaw such an exit comes (the timer fires as the process runs again). */
+const THAW_CRASH_WITHIN_MS = 5000;
 const POOL_CIDRS = ['198.18.0.0/20', 'fd00:18::/64'];
 
 const TASK_QUEUE = 'netlease-soak';
@@ -99,6 +103,13 @@ export class SoakStack {
   poolCidrs = [...POOL_CIDRS];
   /** Processes that exited without the soak stopping them (each started again). */
   readonly crashes: string[] = [];
+  /**
+   * Control worker exits the SDK's workflow sandbox causes on a thaw after a freeze longer than
+   * its 5-s workflow-activation timeout (docs/installing.md): counted apart, each started again.
+   */
+  readonly thawCrashes: string[] = [];
+  /** pid → when it was thawed after a freeze longer than the workflow-activation timeout. */
+  private readonly thawedAt = new Map<number, number>();
   private stopping = false;
   /** Where processes started at a pause point write its gate (kernel/failpoint). */
   readonly pauseDir: string;
@@ -235,11 +246,31 @@ export class SoakStack {
   ): void {
     void tracked.exited.then(async (code) => {
       if (!current() || this.stopping) return;
-      this.crashes.push(`${what} ${tracked.pid} exited ${code}: ${output().slice(-1500)}`);
+      const crash = `${what} ${tracked.pid} exited ${code}: ${output().slice(-1500)}`;
+      (this.isThawCrash(tracked.pid, output()) ? this.thawCrashes : this.crashes).push(crash);
       const restart = forget();
       await new Promise((resolve) => setTimeout(resolve, 1000));
       if (!this.stopping) await restart();
     });
+  }
+
+  /** A process SIGCONT woke after `stoppedMs` stopped (process-faults' SIGSTOP). */
+  thawed(pid: number, stoppedMs: number): void {
+    if (stoppedMs > WORKFLOW_ACTIVATION_TIMEOUT_MS) this.thawedAt.set(pid, Date.now());
+  }
+
+  /**
+   * Node 20 aborts ("async hook stack has become corrupted") when the SDK's timeout of a workflow
+   * activation fires inside a promise callback (nodejs/node#38503): a freeze longer than the
+   * timeout does it as the process thaws. Anything else, or later, is a crash of ours.
+   */
+  private isThawCrash(pid: number, output: string): boolean {
+    const thawed = this.thawedAt.get(pid);
+    return (
+      thawed !== undefined &&
+      Date.now() - thawed < THAW_CRASH_WITHIN_MS &&
+      output.includes('async hook stack has become corrupted')
+    );
   }
 
   /** Another control worker process with this config (not `control`): an operator's rollout. */

@@ -32,8 +32,7 @@ export class TableRebuild {
     private readonly memory: ResultMemory,
     private readonly incarnations: Incarnations,
   ) {
-    const carried = run.input.state;
-    this.trust = new TableTrust(carried !== undefined && carried.trustCarried !== false);
+    this.trust = TableTrust.carriedIn(run.input.state);
   }
 
   /** A rebuild is running: operations are answered "rebuilding" meanwhile. */
