@@ -20,7 +20,7 @@ import {
 } from '../domain/table-rebuild';
 import { contains, parseAddress, parsePrefix } from '../domain/cidr';
 import { knownNodes, leaseExecutions, leasesOfNode, queryString } from '../temporal/visibility';
-import { nodeStateQuery } from '../workflows/node-messages';
+import { nodeStateQuery, type NodeState } from '../workflows/node-messages';
 import { unlessGone } from '../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
 import type { ClusterReader } from '../kubernetes/cluster-reader';
@@ -198,12 +198,9 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
       const unvouched = new Set<string>();
       const listed = (await knownNodes(client, taskQueue)).map((n) => n.name);
       for (const name of new Set([...listed, ...Object.values(recorded).map((o) => o.node)])) {
-        // By id, open or closed: a node run terminated a moment ago is rebuilt from this pool.
-        const state = await unlessGone(
-          () => client.workflow.getHandle(nodeWorkflowId(name)).query(nodeStateQuery),
-          undefined,
-        );
-        if (state?.trustCarried === false) unvouched.add(name);
+        const state = await nodeStateOf(client, name, listed.includes(name));
+        if (state === 'unreadable' || state?.trustCarried === false) unvouched.add(name);
+        if (state === 'unreadable') continue;
         const table = state?.tables[pool];
         for (const block of table?.blocks ?? []) {
           held.push({ cidr: block.cidr, node: name, incarnation: block.incarnation });
@@ -254,6 +251,23 @@ async function blocksOfLeasesOnly(
     beat();
   }
   return found;
+}
+
+/**
+ * A node's state as its latest run holds it, by id, open or closed (a run terminated a moment
+ * ago is rebuilt from this pool); undefined: no such workflow. A node listed open that does not
+ * answer fails the evidence (asked again); one only the closed pool run names is `unreadable`
+ * then (a run ended because its history could not be replayed cannot answer, ever).
+ */
+async function nodeStateOf(
+  client: Client,
+  name: string,
+  listedOpen: boolean,
+): Promise<NodeState | 'unreadable' | undefined> {
+  const read = () =>
+    unlessGone(() => client.workflow.getHandle(nodeWorkflowId(name)).query(nodeStateQuery), undefined);
+  if (listedOpen) return read();
+  return read().catch(() => 'unreadable' as const);
 }
 
 /** The pool's latest closed run other than `forRun` (a terminated run, or the one a reset started from). */
