@@ -33,6 +33,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  bootLog.error({ error: errorMessage(err) }, 'control worker failed');
+  // The stack says which step failed (the soak's seed 795915740: a describe, from where?).
+  const stack = err instanceof Error ? err.stack : undefined;
+  const cause = err instanceof Error && err.cause !== undefined ? errorMessage(err.cause) : undefined;
+  bootLog.error({ error: errorMessage(err), cause, stack }, 'control worker failed');
   process.exit(1);
 });
