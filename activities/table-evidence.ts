@@ -24,15 +24,9 @@ import { nodeStateQuery, type NodeState } from '../workflows/node-messages';
 import { unlessGone } from '../temporal/workflow-gone';
 import { LEASE_WORKFLOW_TYPE, leaseStateQuery } from '../workflows/lease-messages';
 import type { ClusterReader } from '../kubernetes/cluster-reader';
-import {
-  poolStateQuery,
-  rebuildPoolUpdate,
-  reservationsQuery,
-  type PoolState,
-} from '../workflows/pool-messages';
+import { poolStateQuery, rebuildPoolUpdate, type PoolState } from '../workflows/pool-messages';
 import { beating } from './beating';
 import type { BlockTable } from '../domain/blocks';
-import type { Reservations } from '../domain/sticky-addresses';
 import { nodeWorkflowId, poolWorkflowId } from '../domain/ids';
 import type { ControlDeps } from './deps';
 import { pauseAfter } from '../kernel/failpoint';
@@ -190,8 +184,8 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
       const { taskQueue } = config.temporal;
       const held: HeldBlockEvidence[] = [];
       const spec = config.pools.find((p) => p.name === pool);
-      const lastRun = await lastClosedRun(client, pool, forRun);
-      const recorded = await recordedBlocks(lastRun);
+      const closed = await closedRunRecord(await lastClosedRun(client, pool, forRun));
+      const recorded = closed.blocks;
       /** Owners of the addresses of pinned blocks: their leases may be a sticky ordinal's. */
       const pinnedOwners = new Set<string>();
       /** Nodes whose table is not vouched for (it rebuilds, or a reset run's): see below. */
@@ -211,7 +205,7 @@ export function tableEvidenceActivities({ client, config, reader }: ControlDeps)
       }
       held.push(...recordedForUnvouched(recorded, unvouched, held));
       const reservations = {
-        ...(await closedRunReservations(lastRun)),
+        ...closed.reservations,
         ...(await stickyReservationsOf(client, pinnedOwners)),
       };
       if (!spec) return { held, forRun, reservations };
@@ -284,20 +278,26 @@ async function lastClosedRun(
   return last && client.workflow.getHandle(poolWorkflowId(pool), last.runId);
 }
 
+/** What a closed pool run recorded when it closed: its blocks and sticky reservations. */
+interface ClosedRunRecord {
+  blocks: BlockTable;
+  reservations: Record<string, string[]>;
+}
+
 /**
- * The blocks a closed run recorded as it held them when it closed (a query of a closed run
- * replays it); none when there is no such run.
+ * What the closed run recorded as it held it when it closed (one query of a closed run replays
+ * it); nothing when there is no such run, or it cannot answer (a history this code cannot replay:
+ * the nodes' tables and the leases are read alone).
  */
-async function recordedBlocks(run: WorkflowHandle | undefined): Promise<BlockTable> {
-  if (!run) return {};
+async function closedRunRecord(run: WorkflowHandle | undefined): Promise<ClosedRunRecord> {
+  if (!run) return { blocks: {}, reservations: {} };
   try {
-    return (await run.query(poolStateQuery)).blocks;
+    const state = await run.query(poolStateQuery);
+    const reservations = Object.entries(state.reservations ?? {}).map(([key, r]) => [key, r.addresses]);
+    return { blocks: state.blocks, reservations: Object.fromEntries(reservations) };
   } catch (err) {
-    // A closed run this code cannot replay: the nodes' tables and the leases are read alone.
-    Context.current().log.warn('the last closed pool run did not answer', {
-      error: String(err),
-    });
-    return {};
+    Context.current().log.warn('the last closed pool run did not answer', { error: String(err) });
+    return { blocks: {}, reservations: {} };
   }
 }
 
@@ -317,16 +317,6 @@ function recordedForUnvouched(
   return Object.entries(recorded)
     .filter(([cidr, owner]) => unvouched.has(owner.node) && !inTables.has(cidr))
     .map(([cidr, owner]) => ({ cidr, node: owner.node, incarnation: owner.incarnation }));
-}
-
-/**
- * The sticky reservations of the closed run as it held them when it closed. None when there is
- * no such run, or its code has no `reservations` query.
- */
-async function closedRunReservations(run: WorkflowHandle | undefined): Promise<Record<string, string[]>> {
-  if (!run) return {};
-  const held = await run.query(reservationsQuery).catch(() => ({}) as Reservations);
-  return Object.fromEntries(Object.entries(held).map(([key, r]) => [key, r.addresses]));
 }
 
 /**
