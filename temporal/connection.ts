@@ -119,31 +119,49 @@ export async function connectWorkerConnection(settings: TemporalConnection): Pro
   return NativeConnection.connect({ address: settings.address, tls });
 }
 
-/** Refused, reset, unresolvable or unanswered: Temporal is not there yet (a TLS or auth refusal is another matter). */
+/**
+ * Refused, reset, broken, unresolvable or unanswered: Temporal is not there (restarting, or not
+ * yet up). A TLS or auth refusal, or anything the server said, is another matter.
+ */
 const UNREACHABLE =
-  /tcp connect error|connection refused|connection reset|dns error|transport error|timed out|unavailable/i;
+  /tcp connect error|connection refused|connection reset|connection closed|broken pipe|operation was canceled|dns error|transport error|timed out|unavailable/i;
+
+/** Whether `err` (or an error it was caused by: a ServiceError's gRPC status) says Temporal cannot be reached. */
+export function isUnreachable(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if (UNREACHABLE.test(e.message)) return true;
+  return false;
+}
 
 /**
- * `connectWorkerConnection`, tried again while Temporal cannot be reached (1 s, 2 s … 10 s apart,
- * `onUnreachable` told each time): a control worker started while Temporal restarts waits for it
- * instead of exiting (the soak counted three such exits as crashes, and a rollout's refusal of an
- * unsafe pool change came out as a connection error instead of naming the field). Anything else
- * (a TLS file, a refused certificate) is thrown at once.
+ * `step`, tried again while Temporal cannot be reached (1 s, 2 s … 10 s apart, `onUnreachable`
+ * told each time); anything else is thrown at once. For a process's start-up steps: a control
+ * worker started while Temporal restarts waits for it instead of exiting (the soak counted such
+ * exits as crashes: its connection, then opening its pools, met a restart).
  */
-export async function connectWorkerConnectionWhenReachable(
-  settings: TemporalConnection,
+export async function whenReachable<T>(
+  step: () => Promise<T>,
   onUnreachable: (err: unknown, retryInMs: number) => void,
-): Promise<NativeConnection> {
+): Promise<T> {
   for (let delayMs = 1000; ; delayMs = Math.min(delayMs * 2, 10_000)) {
     try {
-      return await connectWorkerConnection(settings);
+      return await step();
     } catch (err) {
-      if (!UNREACHABLE.test(err instanceof Error ? err.message : String(err))) throw err;
+      if (!isUnreachable(err)) throw err;
       onUnreachable(err, delayMs);
       await sleep(delayMs);
     }
   }
 }
+
+/**
+ * `connectWorkerConnection` while Temporal cannot be reached: a rollout's refusal of an unsafe
+ * pool change then names the field instead of coming out as a connection error. A TLS file or a
+ * refused certificate is thrown at once.
+ */
+export const connectWorkerConnectionWhenReachable = (
+  settings: TemporalConnection,
+  onUnreachable: (err: unknown, retryInMs: number) => void,
+): Promise<NativeConnection> => whenReachable(() => connectWorkerConnection(settings), onUnreachable);
 
 /**
  * A client in the settings' namespace on a Worker's connection: a process with a Worker calls

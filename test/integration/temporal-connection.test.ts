@@ -8,14 +8,19 @@
 // 5-s outage.
 import type { ConnectionLike } from '@temporalio/client';
 import { TemporalConnectionSchema } from '../../domain/config';
+import { poolWorkflowId } from '../../domain/ids';
 import {
+  clientOn,
   connectConnection,
   connectWorkerConnection,
   connectWorkerConnectionWhenReachable,
+  isUnreachable,
+  whenReachable,
 } from '../../temporal/connection';
+import { openPoolWorkflows } from '../../temporal/pools';
 import { waitFor } from '../../tools/processes';
 import { tcpProxy, type TcpProxy } from '../harness/tcp-proxy';
-import { quietRuntime, temporalAddress } from '../harness/temporal';
+import { connectTest, quietRuntime, temporalAddress, testConfig } from '../harness/temporal';
 
 type Connect = (address: string) => Promise<ConnectionLike>;
 const kinds: Array<[string, Connect]> = [
@@ -116,3 +121,48 @@ test("a Worker's connection made while Temporal is unreachable waits for it; a T
     await proxy.close();
   }
 }, 60_000);
+
+test("a control worker's start-up step that meets Temporal going away waits for it (opening its pools)", async () => {
+  quietRuntime();
+  const proxy = await tcpProxy(temporalAddress());
+  const test = await connectTest('reach');
+  const { taskQueue } = test;
+  const config = testConfig(taskQueue, { temporal: { address: proxy.address, taskQueue } });
+  const connection = await connectWorkerConnection(config.temporal);
+  try {
+    const client = clientOn(connection, config.temporal);
+    await connection.workflowService.getSystemInfo({}); // connected, as after the worker's connect
+    proxy.refuse(); // then Temporal restarts (the soak's seed 795915740: the control worker exited)
+    const bare = await openPoolWorkflows(client, config).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(bare).toBeInstanceOf(Error); // unwrapped, the step fails: the process exited on it
+    expect(isUnreachable(bare)).toBe(true);
+
+    const told: string[] = [];
+    const opening = whenReachable(
+      () => openPoolWorkflows(client, config),
+      (err) => told.push((err as Error).message),
+    );
+    expect(await waitFor(() => told.length >= 1, 60_000)).toBe(true);
+    await proxy.restore();
+    await opening;
+    const pool = await test.client.workflow.getHandle(poolWorkflowId(taskQueue)).describe();
+    expect(pool.status.name).toBe('RUNNING');
+    await test.client.workflow.getHandle(poolWorkflowId(taskQueue)).terminate('test done');
+
+    // What the server says is not waited on: a refusal is thrown at once.
+    const before = told.length;
+    const refused = whenReachable(
+      () => test.client.workflow.getHandle(`no-such-${taskQueue}`).describe(),
+      (err) => told.push((err as Error).message),
+    );
+    await expect(refused).rejects.toThrow(/not found/i);
+    expect(told.length).toBe(before);
+  } finally {
+    await connection.close();
+    await test.close();
+    await proxy.close();
+  }
+}, 120_000);

@@ -8,7 +8,7 @@ import { ClusterReader } from '../../kubernetes/cluster-reader';
 import { StatefulSetReader } from '../../kubernetes/statefulsets';
 import { connectKube } from '../../kubernetes/kube';
 import type { NetleaseConfig } from '../../domain/config';
-import { clientOn, connectWorkerConnectionWhenReachable } from '../../temporal/connection';
+import { clientOn, connectWorkerConnectionWhenReachable, whenReachable } from '../../temporal/connection';
 import { configurePoolWorkflows, openPoolWorkflows } from '../../temporal/pools';
 import { errorMessage, silentLog, type Log } from '../../observability/log';
 import { prebuiltBundle } from './bundle';
@@ -46,16 +46,16 @@ export async function createControlWorker(
 ): Promise<ControlWorker> {
   const { namespace, taskQueue } = config.temporal;
   // One connection: the Worker polls on it and every call of this process goes through it.
-  const connection = await connectWorkerConnectionWhenReachable(config.temporal, (err, retryInMs) =>
-    log.warn({ error: errorMessage(err), retryInMs }, 'Temporal is not reachable yet; trying again'),
-  );
+  const unreachable = (step: string) => (err: unknown, retryInMs: number) =>
+    log.warn({ step, error: errorMessage(err), retryInMs }, 'Temporal is not reachable; trying again');
+  const connection = await connectWorkerConnectionWhenReachable(config.temporal, unreachable('connect'));
   const client = clientOn(connection, config.temporal);
   const { kubernetes } = config;
   const kube = kubernetes ? await connectKube(kubernetes.kubeconfig, kubernetes.timeouts) : undefined;
   const reader = kube ? new ClusterReader(kube.core, kube.timeouts) : undefined;
   const statefulSets = kube ? new StatefulSetReader(kube) : undefined;
   // Before any ADD: the node agents refuse a pool with no open pool workflow (temporal/pools).
-  await openPoolWorkflows(client, config);
+  await whenReachable(() => openPoolWorkflows(client, config), unreachable('open the pools'));
   const worker = await Worker.create({
     connection,
     namespace,
@@ -109,10 +109,15 @@ export async function createControlWorker(
         poolObjects = followPoolObjects({ kube, client, config, statusIntervalSeconds, log });
       }
       if (kube && reader && config.kubernetes) {
-        await ensureReconcileSchedule(client, config, config.kubernetes.reconcileIntervalSeconds);
+        const interval = config.kubernetes.reconcileIntervalSeconds;
+        await whenReachable(
+          () => ensureReconcileSchedule(client, config, interval),
+          unreachable('the reconcile schedule'),
+        );
         const site = { kube, reader, client, taskQueue, settings: config.kubernetes, log };
         if (config.kubernetes.watch) watches = startWatches(site);
-        else await triggerReconcile(client, taskQueue); // no watch: the reconciler looks at once
+        // No watch: the reconciler looks at once.
+        else await whenReachable(() => triggerReconcile(client, taskQueue), unreachable('reconcile now'));
       }
       // NetleasePools' use is sampled with their status; the config file's pools by the sampler.
       const poolsOfFile = config.kubernetes?.poolObjects ? undefined : () => config.pools;
