@@ -226,6 +226,7 @@ export class Checker implements CheckerEar {
 
   private async read(): Promise<Sample> {
     const { client, core, namespace, taskQueue, ledger, sandboxes } = this.sources;
+    const toldBefore = new Map(ledger);
     const pods = new Set(
       (await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.uid ?? ''),
     );
@@ -234,8 +235,11 @@ export class Checker implements CheckerEar {
       taskQueue,
       [...ledger.values()].map((t) => leaseOf(t.podUid)),
     );
-    const kernel = new Map(
-      await inParallel([...sandboxes], async ([uid, netns]) => [uid, await addressesIn(netns)] as const),
+    const kernel: Kernel = new Map(
+      await inParallel(
+        [...sandboxes],
+        async ([uid, netns]) => [uid, { netns, links: await addressesIn(netns) }] as const,
+      ),
     );
     const tables = await this.tables(client);
     const duplicates = [
@@ -245,7 +249,7 @@ export class Checker implements CheckerEar {
     ];
     const findings = [
       ...(await this.confirmed(duplicates)),
-      ...lost(ledger, leases, kernel),
+      ...lost(toldThrough(toldBefore, ledger), leases, kernel),
       ...(await ptpInterfaces(leases)),
       ...leaked(leases, pods),
       ...(await failedWorkflows(client, taskQueue, this.closedByOperator)),
@@ -393,12 +397,21 @@ function duplicateLeases(leases: LeaseView[]): Finding[] {
     }));
 }
 
-function duplicateKernel(
-  kernel: Map<string, Map<string, string[]> | undefined>,
-  pods: Set<string>,
-): Finding[] {
+/** A pod's sandbox as read: its namespace, and the addresses on each link (undefined: it is gone). */
+type Kernel = Map<string, { netns: string; links: Map<string, string[]> | undefined }>;
+
+/**
+ * What the runtime was told before the sample began and still is as it ends (the same entry): a
+ * sample reads leases and kernel over seconds, and an entry set meanwhile (a sandbox run again
+ * answered) was read half before it (the soak's seed 795915740: the new sandbox's eth0 read
+ * before its ADD answered, judged against the answer).
+ */
+const toldThrough = (before: ReadonlyMap<string, Told>, after: ReadonlyMap<string, Told>): Told[] =>
+  [...after].filter(([uid, told]) => before.get(uid) === told).map(([, told]) => told);
+
+function duplicateKernel(kernel: Kernel, pods: Set<string>): Finding[] {
   const where = new Map<string, string[]>();
-  for (const [uid, links] of kernel) {
+  for (const [uid, { links }] of kernel) {
     if (!pods.has(uid) || !links) continue;
     for (const address of [...links.values()].flat())
       where.set(address, [...(where.get(address) ?? []), uid]);
@@ -414,15 +427,14 @@ function duplicateKernel(
     }));
 }
 
-function lost(
-  ledger: ReadonlyMap<string, Told>,
-  leases: LeaseView[],
-  kernel: Map<string, Map<string, string[]> | undefined>,
-): Finding[] {
+function lost(ledger: Told[], leases: LeaseView[], kernel: Kernel): Finding[] {
   const byId = new Map(leases.map((l) => [l.workflowId, l]));
   const findings: Finding[] = [];
-  for (const told of ledger.values()) {
+  for (const told of ledger) {
     const lease = byId.get(leaseOf(told.podUid));
+    const read = kernel.get(told.podUid);
+    // The told sandbox's eth0, as read (another sandbox's reading says nothing about it).
+    const eth0 = read?.netns === told.netns ? (read.links?.get('eth0') ?? []) : undefined;
     const problem = !lease
       ? 'no open lease'
       : !holding(lease)
@@ -432,10 +444,8 @@ function lost(
               told.addresses,
             )
           ? `lease holds ${lease.addresses.map((a) => a.address).join()}, the runtime was told ${told.addresses.join()}`
-          : told.mode === 'ptp' &&
-              !told.rerunning &&
-              !sameSet(kernel.get(told.podUid)?.get('eth0') ?? [], told.addresses)
-            ? `eth0 in ${told.netns} carries ${(kernel.get(told.podUid)?.get('eth0') ?? []).join() || 'nothing'}`
+          : told.mode === 'ptp' && !told.rerunning && eth0 !== undefined && !sameSet(eth0, told.addresses)
+            ? `eth0 in ${told.netns} carries ${eth0.join() || 'nothing'}`
             : undefined;
     if (problem)
       findings.push({

@@ -14,6 +14,7 @@
 // node selector); the answer history checks all three promises.
 import { randomBytes } from 'node:crypto';
 import { ip } from '../../kernel/ip';
+import { findLink, globalAddresses } from '../../kernel/links';
 import { POOLS_ANNOTATION } from '../../domain/pool-selection';
 import type { AnswerLog } from './answers';
 import { Pods, type Deletion, type PodExtras } from './pods';
@@ -326,6 +327,7 @@ export class Workload {
       // An answer that came back after its machine went reached nobody: the next machine asks again.
       if (addresses && run.sandbox.machine === this.machineOf(run.node).machine) {
         this.answered(run, addresses);
+        await this.answerIsTrue(run, addresses);
         return addresses;
       }
       if (!addresses) await pause(this.random.int(300, 1000));
@@ -419,6 +421,26 @@ export class Workload {
       ...(run.shape.sticky ? { sticky: run.shape.sticky } : {}),
       ...(run.shape.pool ? { pool: run.shape.pool } : {}),
     });
+  }
+
+  /**
+   * Every answer is true when the call returns: a ptp ADD's eth0 carries what it answered (read
+   * back at once, before anything else of the pod's happens). Not judged once the pod's machine
+   * went meanwhile (its sandboxes are deleted with it).
+   */
+  private async answerIsTrue(run: PodRun, addresses: string[]): Promise<void> {
+    if (run.node.mode !== 'ptp') return;
+    const { netns, containerId } = run.sandbox;
+    const read = await findLink(netns, 'eth0').then(
+      (link) => ({ link }),
+      () => undefined, // the namespace could not be read: nothing to judge by
+    );
+    if (!read || run.sandbox.machine !== this.machineOf(run.node).machine) return;
+    const carried = read.link ? globalAddresses(read.link).map((a) => a.split('/')[0] ?? '') : [];
+    if (!sameAddresses(carried, addresses))
+      this.stats.broken.push(
+        `ADD of ${containerId} (pod ${run.name}) answered ${addresses.join()}, but eth0 in ${netns} carries ${carried.join() || 'nothing'}`,
+      );
   }
 
   private toldOf(run: PodRun): Told {
