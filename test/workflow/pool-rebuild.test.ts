@@ -9,9 +9,11 @@ import { poolWorkflowId } from '../../domain/ids';
 import { FailureType } from '../../domain/lease';
 import type { PoolEvidence } from '../../domain/table-rebuild';
 import {
+  acquireBlocksUpdate,
   moveBlocksUpdate,
   POOL_WORKFLOW_TYPE,
   poolStateQuery,
+  rebuildPoolUpdate,
   returnBlocksUpdate,
   type PoolInput,
 } from '../../workflows/pool-messages';
@@ -148,6 +150,42 @@ test("a node's named blocks the pool recorded before its incarnation was known g
   await pool.terminate('test done');
 });
 
+test('a table not vouched for (a reset run) hands out nothing: no block stays recorded for a node told no', async () => {
+  // The 45-minute soak: a reset run reapplied a node's request that the run before the reset had
+  // answered; cut on the old table and refused "not verified", its block stayed the node's for good.
+  const name = uniqueName('reset');
+  const input: PoolInput = {
+    spec: { ...spec, name },
+    historyLimit: 1000,
+    state: { spec: { ...spec, name }, results: [], blocks: {}, trustCarried: false },
+  };
+  const pool = await t.env.client.workflow.start(POOL_WORKFLOW_TYPE, {
+    workflowId: poolWorkflowId(name),
+    taskQueue: t.taskQueue,
+    args: [input],
+  });
+  const ask = () =>
+    pool.executeUpdate(acquireBlocksUpdate, {
+      args: [[{ id: 'asked-once', node: 'n2', incarnation: 'j1', family: 4, spec: input.spec }]],
+    });
+  const [refused] = await ask();
+  expect(refused && 'failure' in refused && refused.failure.type).toBe(FailureType.tableUnverified);
+  expect((await pool.query(poolStateQuery)).blocks).toEqual({});
+
+  evidenceRead.open();
+  const { runId } = await pool.describe();
+  await pool.executeUpdate(rebuildPoolUpdate, { args: [{ forRun: runId }] });
+  // The nodes' tables are the table now: n2, which took nothing, is recorded for nothing.
+  const rebuilt = (await pool.query(poolStateQuery)).blocks;
+  expect(Object.keys(rebuilt).sort()).toEqual(held.map((h) => h.cidr).sort());
+  // Asked again (its activity's retry), it gets a block of the verified table, recorded as answered.
+  const [granted] = await ask();
+  const block = granted && 'block' in granted ? granted.block : undefined;
+  expect(block).toBeDefined();
+  expect((await pool.query(poolStateQuery)).blocks[block ?? '']).toEqual({ node: 'n2', incarnation: 'j1' });
+  await pool.terminate('test done');
+});
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 2);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 3);
 });
