@@ -231,16 +231,18 @@ async function blocksOfLeasesOnly(
     const { family, value } = parseAddress(address);
     return [...tables, ...found].some((h) => contains(parsePrefix(h.cidr), family, value));
   };
-  for (const lease of await leaseExecutions(client, taskQueue, { open: true })) {
-    for (const address of lease.addresses) {
-      const { family, value } = parseAddress(address);
-      if (!prefixes.some((p) => contains(p, family, value)) || covered(address)) continue;
-      const state = await unlessGone(
-        () => client.workflow.getHandle(lease.workflowId).query(leaseStateQuery),
-        undefined,
-      );
-      const asked = state ? askedAddresses(state.start) : [];
-      found.push({ cidr: impliedBlock(spec, address, asked), node: lease.nodeName, incarnation: '' });
+  const uncovered = (address: string) => {
+    const { family, value } = parseAddress(address);
+    return prefixes.some((p) => contains(p, family, value)) && !covered(address);
+  };
+  for (const listed of await leaseExecutions(client, taskQueue, { open: true })) {
+    if (!listed.addresses.some(uncovered)) continue;
+    // Its own state decides: visibility lists a released lease's addresses until its run closes
+    // (the 10,000 soak: a sticky pod's pinned block claimed after it went back, fenced for good).
+    const lease = await leaseNow(client, listed.workflowId);
+    for (const address of lease ? lease.addresses.filter(uncovered) : []) {
+      const cidr = impliedBlock(spec, address, lease?.asked);
+      found.push({ cidr, node: listed.nodeName, incarnation: '' });
     }
     beat();
   }
