@@ -10,7 +10,12 @@ import { ActivationPolicySchema } from '../../domain/config';
 import { DataplaneFailure, nodeTaskQueue, type AttachmentInput } from '../../domain/dataplane';
 import { leaseWorkflowId } from '../../domain/ids';
 import { termsOf, type LeaseStart } from '../../domain/lease';
-import { confirmAnswerUpdate, leaseStateQuery, releaseSignal } from '../../workflows/lease-messages';
+import {
+  confirmAnswerUpdate,
+  deactivateUpdate,
+  leaseStateQuery,
+  releaseSignal,
+} from '../../workflows/lease-messages';
 import { expectReplayed } from '../harness/replay';
 import { uniqueName } from '../harness/temporal';
 import { waitForValue } from '../harness/wait';
@@ -27,6 +32,7 @@ const policy = ActivationPolicySchema.parse({
 const addresses = [{ family: 4 as const, address: '198.18.0.9', prefixLength: 26, gateway: '198.18.0.1' }];
 const GONE = '/var/run/netns/gone-with-its-machine';
 const activated: string[] = [];
+const deactivated: string[] = [];
 
 let t: WorkflowTestEnv;
 beforeAll(async () => {
@@ -49,7 +55,9 @@ beforeAll(async () => {
           container: { name: 'eth0', mac: '02:00:00:00:00:02' },
         };
       },
-      deactivateAttachment: async () => undefined,
+      deactivateAttachment: async ({ attachment }: AttachmentInput) => {
+        deactivated.push(attachment.containerId);
+      },
       revokeOffer: async () => null,
     },
     nodeTaskQueue(node),
@@ -58,6 +66,18 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const start = testLeaseStart('moved', node, 'ptp', { podName: 'moved' });
+/** Until the pod's lease is activating a sandbox (its workflow may not have started yet). */
+const untilActivating = (podUid: string) =>
+  waitForValue(
+    () =>
+      t.env.client.workflow
+        .getHandle(leaseWorkflowId(podUid, 'eth0'))
+        .query(leaseStateQuery)
+        .catch(() => undefined),
+    (s) => s?.attachments.some((a) => a.status === 'activating') ?? false,
+    15_000,
+  );
+
 const add = (containerId: string, netns: string, pod: LeaseStart = start, madeBy?: 'agent') =>
   consumeLease(t.env.client, t.taskQueue, pod, {
     containerId,
@@ -70,11 +90,7 @@ const add = (containerId: string, netns: string, pod: LeaseStart = start, madeBy
 test('an ADD from a newer sandbox is answered at once while the older one is still being activated', async () => {
   const handle = t.env.client.workflow.getHandle(leaseWorkflowId(start.podUid, 'eth0'));
   const older = add('ctr-old-machine', GONE).catch((err: unknown) => err);
-  await waitForValue(
-    () => handle.query(leaseStateQuery).catch(() => undefined), // not started yet
-    (s) => s?.attachments.some((a) => a.status === 'activating') ?? false,
-    15_000,
-  );
+  await untilActivating(start.podUid);
   const began = Date.now();
   const grant = await add('ctr-new-machine', '/var/run/netns/new-machine');
   expect(Date.now() - began).toBeLessThan(8000); // not after the older sandbox's ~22 s budget
@@ -95,11 +111,7 @@ test("one ADD path: a newer sandbox whose agent made the interface stops the old
   const handle = t.env.client.workflow.getHandle(leaseWorkflowId(pod.podUid, 'eth0'));
   // The older ADD's agent could not make the interface: the lease activates it, toward a namespace gone.
   const older = add('ctr-old-agent', GONE, pod).catch((err: unknown) => err);
-  await waitForValue(
-    () => handle.query(leaseStateQuery).catch(() => undefined), // not started yet
-    (s) => s?.attachments.some((a) => a.status === 'activating') ?? false,
-    15_000,
-  );
+  await untilActivating(pod.podUid);
   const began = Date.now();
   // The newer ADD's agent makes the interface itself and confirms its answer: nothing waits on the lease.
   const netns = '/var/run/netns/new-agent';
@@ -125,6 +137,32 @@ test("one ADD path: a newer sandbox whose agent made the interface stops the old
   await handle.result();
 }, 60_000);
 
+test('a DEL of the sandbox being activated stops its activation and is answered at once', async () => {
+  // The runtime gave up on the sandbox (its ADD failed: an agent rolled mid-ADD) and tore its
+  // namespace down; the lease's activation toward it would retry its whole budget, and the DEL,
+  // queued on the node meanwhile, waited behind it (the upgrade test's DEL queue did not drain).
+  const pod = { ...start, podUid: uniqueName('deleted-sandbox') };
+  const handle = t.env.client.workflow.getHandle(leaseWorkflowId(pod.podUid, 'eth0'));
+  const added = add('ctr-torn-down', GONE, pod).catch((err: unknown) => err);
+  await untilActivating(pod.podUid);
+  const began = Date.now();
+  const removed = await handle.executeUpdate(deactivateUpdate, {
+    args: [{ containerId: 'ctr-torn-down', ifName: 'eth0' }],
+  });
+  expect(Date.now() - began).toBeLessThan(8000); // not after the activation's ~22 s budget
+  expect(removed).toBe(true);
+  expect(deactivated).toContain('ctr-torn-down'); // what an attempt may have made is removed
+  expect(await added).toBeInstanceOf(Error);
+  const state = await handle.query(leaseStateQuery);
+  expect([state.phase, state.attachments]).toEqual(['Produced', []]);
+  expect(state.addresses).toEqual(addresses); // the pod's, until the pod is gone
+  // The pod's next sandbox is answered as usual.
+  const grant = await add('ctr-next', '/var/run/netns/next', pod);
+  expect(grant.addresses).toEqual(addresses);
+  await handle.signal(releaseSignal, { reason: 'test over' });
+  await handle.result();
+}, 60_000);
+
 test('every history replays', async () => {
-  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 2);
+  await expectReplayed({ client: t.env.client, taskQueue: t.taskQueue }, 3);
 });

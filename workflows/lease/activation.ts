@@ -29,8 +29,9 @@ export class Activation {
 
   /**
    * One run of the node-local steps with the policy's retry budget; parks when spent. A release
-   * interrupts it: retrying toward a sandbox that is gone (a deleted pod, a replaced node) held the
-   * addresses for the whole budget. The release then deactivates what it made, by name.
+   * interrupts it, and so does the sandbox's DEL: retrying toward a sandbox that is gone (a deleted
+   * pod, a replaced node, a sandbox the runtime gave up on) held the addresses, or the DEL, for the
+   * whole budget. The release or the DEL then deactivates what it made, by name.
    */
   private async activate(attachment: Attachment): Promise<void> {
     const { run } = this;
@@ -45,14 +46,19 @@ export class Activation {
     const superseded = run.patches.has(NEWER_SANDBOX_FIRST)
       ? () => this.newerClaim(attachment)
       : () => undefined;
+    const deleted = () => run.deletedWhileActivating.has(attachment);
     try {
       attachment.links = await run.cancelledWhen(
-        () => run.releasing() || superseded() !== undefined,
+        () => run.releasing() || deleted() || superseded() !== undefined,
         () => activateOnNode(run.start, attachment, run.state.addresses, run.policy),
       );
       this.running.activated(attachment);
     } catch (err) {
       if (isCancellation(err) && run.releasing()) return;
+      if (isCancellation(err) && deleted()) {
+        attachment.status = 'parked'; // its DEL goes on: removes it and what an attempt made
+        return;
+      }
       const newer = superseded();
       if (isCancellation(err) && newer) return this.supersede(attachment, newer);
       if (isCancellation(err)) throw err;

@@ -1,12 +1,12 @@
 // What the lease undoes on its node: an attachment's interface (a CNI DEL, or the release), and the
 // node agent's offer (before the addresses go back; an ADD answered from it comes back as an
 // attachment). Each retries for an hour, then gives up: a node gone that long is compensated.
-import { condition, isCancellation } from '@temporalio/workflow';
+import { condition, isCancellation, patched } from '@temporalio/workflow';
 import type { Attachment, DeactivateRequest, Sandbox } from '../../domain/lease';
 import type { OfferAnswer } from '../../domain/offer';
 import { deactivateOnNode, revokeOfferOnNode } from '../dataplane';
 import { describe } from '../failures';
-import { COMMANDS_AT_JOB } from './patches';
+import { COMMANDS_AT_JOB, DEL_STOPS_ACTIVATION } from './patches';
 import type { LeaseRun } from './run';
 
 export class Deactivation {
@@ -20,9 +20,13 @@ export class Deactivation {
     const { run } = this;
     const attachment = run.attachmentOf(request);
     if (!attachment) return false;
-    // Waits only for an activation in flight, so the deactivation is scheduled in the update's own job.
+    // Waits only for an activation in flight (which the DEL stops), so the deactivation is
+    // scheduled in the update's own job.
+    if (attachment.status === 'activating' && patched(DEL_STOPS_ACTIVATION))
+      run.deletedWhileActivating.add(attachment);
     if (attachment.status === 'activating' || !run.patches.has(COMMANDS_AT_JOB))
       await condition(() => attachment.status !== 'activating');
+    run.deletedWhileActivating.delete(attachment);
     run.state.attachments = run.state.attachments.filter((a) => a !== attachment);
     await this.deactivate(attachment);
     if (!run.releasing() && !run.state.attachments.some((a) => a.status === 'active')) {

@@ -55,6 +55,14 @@ export const PRODUCE_AGAIN_AFTER_FAILED_GUESS = 'produce-again-after-failed-gues
  */
 export const ONE_ADD_PATH = 'one-add-path';
 
+/**
+ * Histories in which a DEL of the sandbox being activated stops that activation (older ones waited
+ * for its whole budget: a sandbox the runtime gave up on has no namespace, and its DEL, queued on
+ * the node meanwhile, waited minutes; the upgrade test's DEL queue). Newer than ONE_ADD_PATH, so
+ * read where it decides, not implied by it.
+ */
+export const DEL_STOPS_ACTIVATION = 'del-stops-activation';
+
 export type EarlierPatch =
   | typeof COMMANDS_AT_JOB
   | typeof STALL_TIMER_KEPT

@@ -38,6 +38,8 @@ export class LeaseRun {
   podRunning = false;
   /** The node agent holds the grant to answer an ADD itself; revoked before the addresses go back. */
   offered = false;
+  /** Attachments a DEL came for while they were being activated: their activation stops. */
+  readonly deletedWhileActivating = new Set<Attachment>();
   /** The addresses visibility lists (IPAddresses), to upsert them only when they change. */
   private listedAddresses: string | undefined;
 
