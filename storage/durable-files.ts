@@ -1,7 +1,7 @@
 // Files on the node that must survive a crash (queued DELs, offers): each written whole under a
 // temporary name, fsync'd, renamed into place, and the directory fsync'd, so after a crash a file
 // is either absent or complete.
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 async function syncDir(dir: string): Promise<void> {
@@ -32,10 +32,40 @@ export async function removeDurably(dir: string, name: string): Promise<void> {
   await syncDir(dir).catch(() => undefined); // the directory itself may be gone
 }
 
+/** Whether `name` is a complete file (not a temporary) with this suffix. */
+export const isCompleteFile = (name: string, suffix: string): boolean =>
+  name.endsWith(suffix) && !name.startsWith('.');
+
 /** The complete files of a directory (temporaries skipped), sorted by name; none if it is missing. */
 export async function durableFiles(dir: string, suffix: string): Promise<string[]> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  return names.filter((n) => n.endsWith(suffix) && !n.startsWith('.')).sort();
+  return names.filter((n) => isCompleteFile(n, suffix)).sort();
+}
+
+/**
+ * Removes the temporaries older than `olderThanMs`: a writer that died between writing and renaming
+ * left them (its caller was never told the file was written), and nothing else ever removes them.
+ * A younger one may be a writer's still at work. Returns the names removed.
+ */
+export async function removeStaleTemporaries(dir: string, olderThanMs: number): Promise<string[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const removed: string[] = [];
+  for (const name of names.filter((n) => n.startsWith('.') && n.endsWith('.tmp'))) {
+    const path = join(dir, name);
+    const modified = await stat(path).then(
+      (s) => s.mtimeMs,
+      () => undefined,
+    ); // gone meanwhile
+    if (modified === undefined || Date.now() - modified < olderThanMs) continue;
+    if (
+      await rm(path, { force: true }).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed.push(name);
+  }
+  return removed;
 }
 
 /** Read errors no retry mends: the file is gone, or is a directory. */

@@ -1,10 +1,11 @@
 // The node agent's DEL queue: an entry the kernel cannot read right now (EIO) is kept and applied
 // once it reads, never dropped; a DEL that must wait (its Temporal does not answer) does not hold
 // back the DELs behind it; and with Temporal away a round ends after a few such answers instead of
-// spending the call's timeout on every entry. Real files, the agent's real CNI API and drain,
+// spending the call's timeout on every entry; a DEL its writer left half-written is removed once
+// stale. Real files, the agent's real CNI API and drain,
 // real leases on the test's Temporal.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { leaseWorkflowId } from '../../domain/ids';
@@ -13,7 +14,12 @@ import { writeDurably } from '../../storage/durable-files';
 import { freePort } from '../../tools/processes';
 import { leaseStateQuery } from '../../workflows/lease-messages';
 import { serveCniApi, type CniApi } from '../../worker/agent/cni-api';
-import { enqueueDelete, LATER_IN_A_ROW_ENDS_ROUND, type QueuedCall } from '../../worker/agent/delete-queue';
+import {
+  enqueueDelete,
+  LATER_IN_A_ROW_ENDS_ROUND,
+  STALE_TEMPORARY_MS,
+  type QueuedCall,
+} from '../../worker/agent/delete-queue';
 import { netconf } from '../harness/netconf';
 import { expectReplayed } from '../harness/replay';
 import { cniArgs, runShim } from '../harness/shim';
@@ -148,6 +154,27 @@ test('with Temporal away a round ends after a few "later" answers; the next roun
   }
 });
 
+test('a DEL left half-written (its writer died before the rename) is removed once stale; a young one is left to its writer', async () => {
+  const uid = await addedPod();
+  const { queue, api, lines } = await queueWithApi();
+  try {
+    // As the shim or the agent leaves one when it dies between writing and renaming.
+    const stale = `.00000000000000000001-dead.json.tmp`;
+    const young = `.00000000000000000002-writing.json.tmp`;
+    writeFileSync(join(queue, stale), JSON.stringify(del(uid)).slice(0, 40));
+    writeFileSync(join(queue, young), JSON.stringify(del(uid)).slice(0, 40));
+    const before = new Date(Date.now() - STALE_TEMPORARY_MS - 1000);
+    utimesSync(join(queue, stale), before, before);
+    await enqueueDelete(queue, del(uid));
+    await api.drain();
+    expect(readdirSync(queue)).toEqual([young]);
+    expect(await attachmentsOf(uid)).toEqual([]); // the complete one applied
+    expect(lines.some((l) => l.includes(stale) && l.includes('half-written'))).toBe(true);
+  } finally {
+    await api.close();
+  }
+});
+
 test('histories of this file replay without nondeterminism', async () => {
-  await expectReplayed(ctx.temporal, 3);
+  await expectReplayed(ctx.temporal, 4);
 });

@@ -245,9 +245,11 @@ test('a DEL of an answer not yet confirmed is queued within its deadline and app
   expect((await scenario.leaseState(uid)).attachments).toEqual([]);
 }, 90_000);
 
-test('a damaged offer file does not stop the agent: it is removed at start, or passed over', async () => {
+test('a damaged or half-written offer file does not stop the agent: it is removed at start, or passed over', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'netlease-offers-'));
   writeFileSync(join(dir, 'lease%2Fdamaged%2Feth0.json'), '{"leaseId": "lease/dam');
+  // An earlier agent died between writing and renaming: only this agent writes here.
+  writeFileSync(join(dir, '.lease%2Fhalf%2Feth0.json.tmp'), '{"leaseId": "lease/ha');
   mkdirSync(join(dir, 'lease%2Fdirectory%2Feth0.json')); // neither readable nor removable by rm
   const book = await openTestOffers(scenario.temporal.client, { dir });
   book.close();

@@ -234,6 +234,8 @@ export async function serveCniApi({
         if (drained.applied || drained.dropped.length)
           log.info({ applied: drained.applied, waiting: drained.kept }, 'queued DELs applied');
         for (const name of drained.dropped) log.warn({ file: name }, 'dropped damaged queued DEL');
+        for (const name of drained.swept)
+          log.warn({ file: name }, 'removed a DEL left half-written: its writer died before queuing it');
         for (const { name, error } of drained.unreadable)
           log.warn({ file: name, error }, 'queued DEL cannot be read now; kept for the next drain');
         for (const { name, error } of drained.stuck)

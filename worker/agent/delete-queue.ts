@@ -4,7 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { errorMessage } from '../../observability/log';
-import { durableFiles, readDurableAs, removeDurably, writeDurably } from '../../storage/durable-files';
+import {
+  durableFiles,
+  readDurableAs,
+  removeDurably,
+  removeStaleTemporaries,
+  writeDurably,
+} from '../../storage/durable-files';
 
 /**
  * Text the shim can send: it passes bytes, which the agent decodes as UTF-8 (U+FFFD for what is
@@ -35,6 +41,9 @@ export type Applied = 'done' | 'later';
  */
 export const LATER_IN_A_ROW_ENDS_ROUND = 3;
 
+/** A queue file still under its temporary name after this long: its writer (shim or agent) died. */
+export const STALE_TEMPORARY_MS = 60_000;
+
 export interface Drained {
   applied: number;
   /** Left in the queue: to be applied later, unreadable for now, or not reached this round. */
@@ -44,6 +53,8 @@ export interface Drained {
   stuck: Array<{ name: string; error: string }>;
   /** Files that could not be read this round (EIO, EMFILE...): kept, read again next round. */
   unreadable: Array<{ name: string; error: string }>;
+  /** Temporaries of writers that died (never queued: their runtime was not told so), removed. */
+  swept: string[];
 }
 
 /** A queued DEL's call, undefined when damaged, or the error of a read to try again next round. */
@@ -70,8 +81,9 @@ export async function drainDeletes(
   apply: (call: QueuedCall) => Promise<Applied>,
   waiting: Set<string> = new Set(),
 ): Promise<Drained> {
+  const swept = await removeStaleTemporaries(dir, STALE_TEMPORARY_MS);
   const names = inTurn(await durableFiles(dir, '.json'), waiting);
-  const drained: Drained = { applied: 0, kept: 0, dropped: [], stuck: [], unreadable: [] };
+  const drained: Drained = { applied: 0, kept: 0, dropped: [], stuck: [], unreadable: [], swept };
   let laterInARow = 0;
   for (const [index, name] of names.entries()) {
     if (laterInARow >= LATER_IN_A_ROW_ENDS_ROUND) {
