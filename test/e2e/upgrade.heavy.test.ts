@@ -16,6 +16,8 @@ import { nodeWorkflowId } from '../../domain/ids';
 import { hostDirsOf } from '../../tools/cluster';
 import { RELEASE_NAMESPACE, type ChartValues } from '../../tools/in-cluster';
 import { ensureNetleaseImage, type NetleaseImage } from '../../tools/netlease-image';
+import { QueuedCallSchema } from '../../worker/agent/delete-queue';
+import { isCompleteFile } from '../../storage/durable-files';
 import { nodeStateQuery } from '../../workflows/node-messages';
 import { hostEnds } from '../harness/netns';
 import { expectReplayed } from '../harness/replay';
@@ -96,12 +98,49 @@ function churning(everyMs: number): { seen: Churn; stop(): Promise<Churn> } {
   };
 }
 
-/** Entries waiting in each node's DEL queue (the shim's files on the host). */
-const queuedDels = () =>
-  nodeNames.map((node) => {
-    const dir = join(hostDirsOf(real.dir).state, node, 'cni-del-queue');
-    return existsSync(dir) ? readdirSync(dir).length : 0;
-  });
+const delQueueOf = (node: string) => join(hostDirsOf(real.dir).state, node, 'cni-del-queue');
+
+/** The DELs queued on a node (the shim's files on the host; not a dead writer's temporaries). */
+const queuedOn = (node: string): string[] =>
+  existsSync(delQueueOf(node))
+    ? readdirSync(delQueueOf(node)).filter((name) => isCompleteFile(name, '.json'))
+    : [];
+
+/** Entries waiting in each node's DEL queue. */
+const queuedDels = () => nodeNames.map((node) => queuedOn(node).length);
+
+/** The DELs still queued, each with its pod and where its lease is: what a failed drain names. */
+async function queuedDelsDescribed(): Promise<string[]> {
+  const entries = nodeNames.flatMap((node) =>
+    queuedOn(node).map((file) => ({ node, file, text: readQueuedText(node, file) })),
+  );
+  return Promise.all(
+    entries
+      .filter((e) => e.text !== '')
+      .map(async ({ node, file, text }) => {
+        const call = QueuedCallSchema.safeParse(JSON.parse(text));
+        if (!call.success) return `${node}/${file}: unreadable`;
+        const args = Object.fromEntries(
+          (call.data.env.CNI_ARGS ?? '').split(';').map((kv) => kv.split('=') as [string, string]),
+        );
+        const uid = args.K8S_POD_UID ?? '';
+        const lease = uid ? await leaseOfPod(real.temporal, uid) : undefined;
+        return (
+          `${node}/${file}: pod ${args.K8S_POD_NAME ?? '?'} uid ${uid} container ` +
+          `${(call.data.env.CNI_CONTAINERID ?? '').slice(0, 12)}, lease ${lease?.phase ?? 'none'} ` +
+          `(${lease?.attachments.map((a) => `${a.containerId.slice(0, 12)} ${a.status}`).join(', ') ?? ''})`
+        );
+      }),
+  );
+}
+
+function readQueuedText(node: string, file: string): string {
+  try {
+    return readFileSync(join(delQueueOf(node), file), 'utf8');
+  } catch {
+    return ''; // applied and removed since it was listed
+  }
+}
 
 /** The images the agent DaemonSet's and the control Deployment's pods run now (ready ones). */
 async function runningImages(): Promise<{ agent: string[]; control: string[] }> {
@@ -242,12 +281,8 @@ inCluster(
       expect([uid, lease?.phase ?? 'none']).toEqual([uid, lease === undefined ? 'none' : 'Released']);
     }
     expect(
-      await waitForValue(
-        async () => queuedDels(),
-        (q) => q.every((n) => n === 0),
-        60_000,
-      ),
-    ).toEqual([0, 0]);
+      await waitForValue(queuedDelsDescribed, (q) => q.length === 0, 60_000, 1000, 'the DEL queues empty'),
+    ).toEqual([]);
     // The nodes' tables hold exactly the live pods' addresses, none twice; host ends are the pods'.
     const states = await Promise.all(
       nodeNames.map(async (node) => ({
