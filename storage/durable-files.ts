@@ -36,36 +36,36 @@ export async function removeDurably(dir: string, name: string): Promise<void> {
 export const isCompleteFile = (name: string, suffix: string): boolean =>
   name.endsWith(suffix) && !name.startsWith('.');
 
+const isTemporary = (name: string): boolean => name.startsWith('.') && name.endsWith('.tmp');
+
 /** The complete files of a directory (temporaries skipped), sorted by name; none if it is missing. */
 export async function durableFiles(dir: string, suffix: string): Promise<string[]> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  return names.filter((n) => isCompleteFile(n, suffix)).sort();
+  return (await sweptDurableFiles(dir, suffix, Infinity)).files;
 }
 
 /**
- * Removes the temporaries older than `olderThanMs`: a writer that died between writing and renaming
- * left them (its caller was never told the file was written), and nothing else ever removes them.
- * A younger one may be a writer's still at work. Returns the names removed.
+ * `durableFiles`, from the same listing removing the temporaries older than `staleAfterMs`: a
+ * writer that died between writing and renaming left them (its caller was never told the file was
+ * written), and nothing else ever removes them. A younger one may be a writer's still at work.
  */
-export async function removeStaleTemporaries(dir: string, olderThanMs: number): Promise<string[]> {
+export async function sweptDurableFiles(
+  dir: string,
+  suffix: string,
+  staleAfterMs: number,
+): Promise<{ files: string[]; swept: string[] }> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  const removed: string[] = [];
-  for (const name of names.filter((n) => n.startsWith('.') && n.endsWith('.tmp'))) {
-    const path = join(dir, name);
-    const modified = await stat(path).then(
-      (s) => s.mtimeMs,
-      () => undefined,
-    ); // gone meanwhile
-    if (modified === undefined || Date.now() - modified < olderThanMs) continue;
-    if (
-      await rm(path, { force: true }).then(
-        () => true,
-        () => false,
-      )
-    )
-      removed.push(name);
-  }
-  return removed;
+  const swept: string[] = [];
+  if (staleAfterMs !== Infinity)
+    for (const name of names.filter(isTemporary)) {
+      try {
+        if (Date.now() - (await stat(join(dir, name))).mtimeMs < staleAfterMs) continue;
+        await rm(join(dir, name));
+        swept.push(name);
+      } catch {
+        // Renamed by its writer meanwhile, or not removable now: left for the next sweep.
+      }
+    }
+  return { files: names.filter((n) => isCompleteFile(n, suffix)).sort(), swept };
 }
 
 /** Read errors no retry mends: the file is gone, or is a directory. */

@@ -4,13 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { errorMessage } from '../../observability/log';
-import {
-  durableFiles,
-  readDurableAs,
-  removeDurably,
-  removeStaleTemporaries,
-  writeDurably,
-} from '../../storage/durable-files';
+import { readDurableAs, removeDurably, sweptDurableFiles, writeDurably } from '../../storage/durable-files';
 
 /**
  * Text the shim can send: it passes bytes, which the agent decodes as UTF-8 (U+FFFD for what is
@@ -81,8 +75,8 @@ export async function drainDeletes(
   apply: (call: QueuedCall) => Promise<Applied>,
   waiting: Set<string> = new Set(),
 ): Promise<Drained> {
-  const swept = await removeStaleTemporaries(dir, STALE_TEMPORARY_MS);
-  const names = inTurn(await durableFiles(dir, '.json'), waiting);
+  const { files, swept } = await sweptDurableFiles(dir, '.json', STALE_TEMPORARY_MS);
+  const names = inTurn(files, waiting);
   const drained: Drained = { applied: 0, kept: 0, dropped: [], stuck: [], unreadable: [], swept };
   let laterInARow = 0;
   for (const [index, name] of names.entries()) {

@@ -5,13 +5,7 @@ import type { OfferRecord } from '../../domain/offer';
 import { OfferRecordSchema } from '../../domain/offer';
 import { offersHeld } from '../../observability/agent-metrics';
 import { errorMessage, type Log } from '../../observability/log';
-import {
-  durableFiles,
-  readDurableAs,
-  removeDurably,
-  removeStaleTemporaries,
-  writeDurably,
-} from '../../storage/durable-files';
+import { readDurableAs, removeDurably, sweptDurableFiles, writeDurably } from '../../storage/durable-files';
 
 /** The file of a lease's offer in the agent's offer directory (the bench waits on it too). */
 export const offerFileOf = (leaseId: string): string => `${encodeURIComponent(leaseId)}.json`;
@@ -34,9 +28,10 @@ export class OfferRecords {
     const answered: OfferRecord[] = [];
     // Only this agent writes here, and it has written nothing yet: every temporary is an earlier
     // agent's, which died before renaming it.
-    for (const name of await removeStaleTemporaries(this.dir, 0))
+    const { files, swept } = await sweptDurableFiles(this.dir, '.json', 0);
+    for (const name of swept)
       this.log.warn({ file: name }, 'removed an offer file left half-written by an earlier agent');
-    for (const name of await durableFiles(this.dir, '.json')) {
+    for (const name of files) {
       const offer = await readDurableAs(this.dir, name, OfferRecordSchema).catch((err: unknown) => {
         this.log.warn(
           { file: name, error: errorMessage(err) },
